@@ -1,0 +1,76 @@
+# The Scale of Attention: build and test the book.
+#   make book     build the HTML site (creates .venv on first use)
+#   make test     every test: library, notebooks (nbval), strict site build
+#   make execute  re-execute every chapter in a fresh kernel and store its outputs
+SHELL := bash
+.SHELLFLAGS := -eo pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+export MPLBACKEND := Agg
+export PYTHONHASHSEED := 0
+export PYDEVD_DISABLE_FILE_VALIDATION := 1
+
+CHAPTERS := $(sort $(wildcard chapters/*.ipynb))
+# Everything the chapters' outputs depend on besides their own code cells.
+LIB_HASH = $(shell { find lib -name '*.py' -print0 | sort -z | xargs -0 cat; cat requirements.txt pyproject.toml; } | sha256sum | cut -c1-16)
+
+.PHONY: help venv book test test-lib test-notebooks test-site execute freeze clean
+
+help:
+	@echo "make book      build the site into _build/html"
+	@echo "make test      run every test (library, notebooks, strict site build)"
+	@echo "make execute   re-execute all chapters and store their outputs"
+	@echo "make clean     remove _build"
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed, found " + sys.version.split()[0])'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	touch $@
+
+# Drop every executed output and Sphinx environment when the library changed,
+# so the next build re-executes the chapters against the current lib/.
+.PHONY: lib-fresh
+lib-fresh:
+	@mkdir -p _build
+	@if [[ "$$(cat _build/.lib-hash 2>/dev/null)" != "$(LIB_HASH)" ]]; then \
+	  echo "lib/ or the pins changed: discarding cached chapter outputs"; \
+	  rm -rf _build/.jupyter_cache _build/jupyter_execute _build/.doctrees _build/html; \
+	  echo "$(LIB_HASH)" > _build/.lib-hash; \
+	fi
+
+book: $(STAMP) lib-fresh
+	$(BIN)/jupyter-book build . --builder html
+	@echo "The book is at $(CURDIR)/_build/html/index.html"
+
+test: test-lib test-notebooks test-site
+	@echo "All tests passed."
+
+test-lib: $(STAMP)
+	$(BIN)/python -m pytest tests
+
+test-notebooks: $(STAMP)
+	$(BIN)/python -m pytest --nbval -p no:cacheprovider $(CHAPTERS)
+
+# Warnings are errors (-W), references are checked (-n), the whole site is
+# rebuilt (--all) so no warning hides in an unchanged page.
+test-site: $(STAMP) lib-fresh
+	$(BIN)/jupyter-book build . --all --builder html -W -n --keep-going
+
+execute: $(STAMP)
+	$(BIN)/python -m attnscale.notebooks $(CHAPTERS)
+
+freeze: $(STAMP)
+	{ head -n 2 requirements.txt; $(BIN)/python -m pip freeze --exclude-editable | grep -v '^-e'; } > requirements.new
+	mv requirements.new requirements.txt
+
+clean:
+	rm -rf _build

@@ -1,0 +1,115 @@
+"""Assertion helpers used by every chapter.
+
+Each helper checks one claim, prints one short and stable line when it holds,
+and raises ``AssertionError`` when it does not, so that a chapter whose claim
+has become false fails under nbval.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import sympy as sp
+from numpy.typing import ArrayLike
+
+from .symbolic import unify_dummies
+
+__all__ = ["identity", "close", "holds", "differs", "fmt"]
+
+
+def fmt(x: float, digits: int = 6) -> str:
+    """A number printed with ``digits`` significant digits (stable output)."""
+    x = float(x)
+    if x == 0.0:
+        return "0"
+    return f"{x:.{digits}g}"
+
+
+def _is_zero(expr: sp.Basic) -> bool:
+    """True if SymPy can show ``expr == 0``: cheap canonical forms first."""
+    if isinstance(expr, sp.MatrixBase):
+        return all(_is_zero(e) for e in expr)
+    tidy = unify_dummies(sp.expand(expr.doit()))
+    if tidy == 0:
+        return True
+    return sp.simplify(tidy) == 0 or sp.simplify(expr) == 0
+
+
+def identity(lhs: sp.Basic, rhs: sp.Basic, name: str) -> None:
+    """Assert that ``simplify(lhs - rhs) == 0`` (matrices: entrywise).
+
+    SymPy's ``simplify`` may fail to prove a true identity, but it never
+    proves a false one, so a pass is a proof and a failure is a red flag.
+    """
+    lhs, rhs = sp.sympify(lhs), sp.sympify(rhs)
+    diff = lhs - rhs
+    if isinstance(diff, sp.MatrixBase):
+        diff = sp.Matrix(diff)
+    if not _is_zero(diff):
+        raise AssertionError(f"identity '{name}' does not hold: lhs - rhs simplifies to {sp.simplify(diff)}")
+    print(f"identity holds: {name}")
+
+
+def close(
+    value: ArrayLike,
+    expected: ArrayLike,
+    *,
+    name: str,
+    rtol: float = 1e-12,
+    atol: float = 0.0,
+    digits: int = 6,
+) -> None:
+    """Assert ``|value - expected| <= atol + rtol |expected|`` entrywise.
+
+    ``rtol`` and ``atol`` should be justified where they are chosen (floating
+    point, truncation error, Monte Carlo standard error). Prints the value and
+    the expected value to the digits the tolerance supports (scalars), or the
+    count of values that agree (arrays).
+    """
+    if rtol < 0 or atol < 0:
+        raise ValueError(f"rtol and atol must be >= 0, got rtol={rtol}, atol={atol}")
+    v = np.asarray(value, dtype=float)
+    e = np.asarray(expected, dtype=float)
+    if not (np.all(np.isfinite(v)) and np.all(np.isfinite(e))):
+        raise AssertionError(f"{name}: non-finite value or expectation ({v!r} vs {e!r})")
+    v, e = np.broadcast_arrays(v, e)
+    err = np.abs(v - e)
+    ok = err <= atol + rtol * np.abs(e)
+    tol = f"rtol {rtol:g}" + (f", atol {atol:g}" if atol else "")
+    # Only digits the tolerance vouches for are printed, so stored outputs do
+    # not change with rounding noise from one machine or BLAS to another.
+    if v.ndim == 0 and e == 0:
+        line = f"{name}: |value| <= {atol:g}"
+    elif v.ndim == 0:
+        shown = digits if rtol == 0 else max(1, min(digits, int(np.floor(-np.log10(rtol)))))
+        line = f"{name}: {fmt(v, shown)} vs {fmt(e, shown)} ({tol})"
+    else:
+        line = f"{name}: all {v.size} values agree ({tol})"
+    if not ok.all():
+        bad = int(np.argmin(ok.ravel()))
+        raise AssertionError(
+            f"{line} FAILED: entry {bad} is {v.ravel()[bad]!r}, expected {e.ravel()[bad]!r}"
+        )
+    print(line)
+
+
+def holds(condition: bool | np.bool_, name: str, detail: str = "") -> None:
+    """Assert a boolean statement; ``detail`` says what was compared."""
+    if not bool(condition):
+        raise AssertionError(f"'{name}' does not hold" + (f": {detail}" if detail else ""))
+    print(f"holds: {name}" + (f" ({detail})" if detail else ""))
+
+
+def differs(value: ArrayLike, claimed: ArrayLike, *, name: str, rtol: float, digits: int = 6) -> None:
+    """Assert that a source's ``claimed`` value is wrong: it is further than
+    ``rtol`` (relative) from the recomputed ``value``, for at least one entry.
+    Prints both, so the book shows the correction."""
+    v = np.asarray(value, dtype=float)
+    c = np.asarray(claimed, dtype=float)
+    v, c = np.broadcast_arrays(v, c)
+    rel = np.abs(v - c) / np.maximum(np.abs(v), np.finfo(float).tiny)
+    if not (rel > rtol).any():
+        raise AssertionError(f"{name}: the claim {c!r} agrees with the recomputed {v!r} within rtol {rtol:g}")
+    if v.ndim == 0:
+        print(f"claim is wrong: {name}: claimed {fmt(c, digits)}, actually {fmt(v, digits)}")
+    else:
+        print(f"claim is wrong: {name}: {int((rel > rtol).sum())} of {v.size} values off by more than rtol {rtol:g}")

@@ -1,0 +1,74 @@
+"""Execute the book's chapter notebooks in fresh kernels and store their outputs.
+
+Command line (what ``make execute`` runs)::
+
+    python -m attnscale.notebooks chapters/01_softmax_jacobian.ipynb ...
+
+Each notebook runs top to bottom in a new ``python3`` kernel with its own
+folder as the working directory; the outputs are written back into the file,
+with no timing metadata, so that a re-run with the same library gives the
+same file and ``nbval`` can compare stored outputs with fresh ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["execute_notebook", "main"]
+
+
+def execute_notebook(path: str | Path, *, prelude: str | None = None, timeout: int = 600, write: bool = True):
+    """Run the notebook at ``path`` in a fresh kernel and return it.
+
+    ``prelude`` is code run in the kernel before the first cell (tests use it
+    to swap in a deliberately wrong library function); it is never stored.
+    With ``write`` the executed notebook replaces the file. Raises
+    ``nbclient.exceptions.CellExecutionError`` if a cell fails.
+    """
+    import nbformat
+    from nbclient import NotebookClient
+
+    path = Path(path)
+    if path.suffix != ".ipynb" or not path.is_file():
+        raise ValueError(f"path must be an existing .ipynb file, got {str(path)!r}")
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+            cell.metadata.pop("execution", None)
+    if prelude is not None:
+        nb.cells.insert(0, nbformat.v4.new_code_cell(prelude))
+    client = NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent.resolve())}},
+        record_timing=False,
+    )
+    client.execute()
+    if prelude is not None:
+        nb.cells.pop(0)
+    if write:
+        nb.metadata.pop("widgets", None)
+        nbformat.write(nb, path)
+    return nb
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("notebooks", nargs="+", type=Path)
+    parser.add_argument("--timeout", type=int, default=600)
+    args = parser.parse_args(argv)
+    for path in args.notebooks:
+        start = time.perf_counter()
+        execute_notebook(path, timeout=args.timeout)
+        print(f"executed {path} in {time.perf_counter() - start:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+"""Scaled softmax, its Jacobian and the L1 size of that Jacobian.
+
+Notation (see the book's notation page): scores ``s`` along the last axis (or
+``axis``), scale ``alpha > 0``, probabilities ``p = softmax(alpha s)``,
+Jacobian ``J[i, j] = d p_i / d s_j``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from . import _validate as v
+
+__all__ = [
+    "logsumexp",
+    "log_softmax",
+    "softmax",
+    "softmax_jacobian",
+    "jacobian_half_l1",
+    "gradient_l1",
+]
+
+
+def _logits(s: ArrayLike, alpha: ArrayLike, axis: int) -> tuple[NDArray, NDArray, int]:
+    """Validate scores (``-inf`` allowed as a mask) and the scale."""
+    arr = v.at_least_1d(v.as_float_array(s, "s"), "s")
+    if np.isnan(arr).any():
+        raise ValueError(f"s must not contain NaN, got {v._show(arr)}")
+    if np.isposinf(arr).any():
+        raise ValueError("s must not contain +inf (only -inf, as a mask, is allowed)")
+    ax = v.axis_index(axis, arr.ndim)
+    if arr.shape[ax] == 0:
+        raise ValueError(f"s must have at least one entry along axis {axis}, got shape {arr.shape}")
+    if np.isneginf(arr).all(axis=ax).any():
+        raise ValueError("s has a slice whose every entry is -inf (fully masked): its softmax is undefined")
+    a = v.positive(alpha, "alpha")
+    reduced = arr.shape[:ax] + (1,) + arr.shape[ax + 1:]
+    try:
+        a = np.broadcast_to(a, reduced)
+    except ValueError:
+        raise ValueError(
+            f"alpha of shape {a.shape} must broadcast to {reduced}: one scale per slice of s "
+            f"(shape {arr.shape}) along axis {axis}"
+        ) from None
+    return arr, a, ax
+
+
+def _shifted(arr: NDArray, a: NDArray, ax: int) -> tuple[NDArray, NDArray]:
+    """``alpha (s - max s)``, every entry <= 0 (or -inf), and the max itself."""
+    top = np.max(arr, axis=ax, keepdims=True)
+    with np.errstate(over="ignore"):
+        # s - max(s) is <= 0 or -inf (a mask, or a gap beyond float64): exp(z) cannot overflow
+        z = a * (arr - top)
+    return z, top
+
+
+def logsumexp(s: ArrayLike, alpha: ArrayLike = 1.0, axis: int = -1) -> NDArray[np.float64]:
+    """``log sum_i exp(alpha s_i)`` along ``axis``, computed as
+    ``alpha max(s) + log sum_i exp(alpha (s_i - max s))`` so that nothing overflows.
+
+    ``s`` may contain ``-inf`` (masked entries) but not NaN or ``+inf``;
+    ``alpha`` must be finite and > 0: a scalar, or one scale per slice (it
+    broadcasts to ``s.shape`` with ``axis`` of length 1). The result is
+    ``+-inf`` only where the true value lies beyond float64.
+    """
+    arr, a, ax = _logits(s, alpha, axis)
+    z, top = _shifted(arr, a, ax)
+    out = np.log(np.sum(np.exp(z), axis=ax, keepdims=True))
+    with np.errstate(over="ignore"):
+        lead = a * top  # may be +-inf only if the true value exceeds float64
+    return np.squeeze(lead + out, axis=ax)
+
+
+def log_softmax(s: ArrayLike, alpha: ArrayLike = 1.0, axis: int = -1) -> NDArray[np.float64]:
+    """``log p_i = alpha s_i - log sum_j exp(alpha s_j)``, shifted by the max so
+    that it never overflows; masked entries (``-inf``) give ``-inf``."""
+    arr, a, ax = _logits(s, alpha, axis)
+    z, _ = _shifted(arr, a, ax)
+    return z - np.log(np.sum(np.exp(z), axis=ax, keepdims=True))
+
+
+def softmax(s: ArrayLike, alpha: ArrayLike = 1.0, axis: int = -1) -> NDArray[np.float64]:
+    """``p_i = exp(alpha s_i) / sum_j exp(alpha s_j)`` along ``axis``.
+
+    Stable for any finite scores (``|s|`` up to ``1e308``) and any finite
+    ``alpha > 0``: the exponent is ``alpha (s_i - max s) <= 0``. Entries equal
+    to ``-inf`` are masked out (probability 0). Works on batches: every slice
+    along ``axis`` is one distribution.
+    """
+    arr, a, ax = _logits(s, alpha, axis)
+    z, _ = _shifted(arr, a, ax)
+    e = np.exp(z)
+    return e / np.sum(e, axis=ax, keepdims=True)
+
+
+def _alpha_for_batch(alpha: ArrayLike, batch_shape: tuple[int, ...]) -> NDArray[np.float64]:
+    a = v.positive(alpha, "alpha")
+    try:
+        a = np.broadcast_to(a, batch_shape)
+    except ValueError:
+        raise ValueError(
+            f"alpha of shape {a.shape} does not broadcast against the batch shape {batch_shape} of p"
+        ) from None
+    return a
+
+
+def softmax_jacobian(p: ArrayLike, alpha: ArrayLike = 1.0) -> NDArray[np.float64]:
+    """The Jacobian of ``p = softmax(alpha s)`` with respect to ``s``:
+    ``J[..., i, j] = alpha (p_i delta_ij - p_i p_j)``, i.e. ``alpha (diag p - p p^T)``.
+
+    ``p`` holds probability vectors along its last axis (any batch shape in
+    front); ``alpha`` is a scalar or broadcasts against ``p.shape[:-1]``.
+    Returns an array of shape ``p.shape + (n,)``.
+    """
+    arr = v.probabilities(p, "p")
+    a = _alpha_for_batch(alpha, arr.shape[:-1])[..., None, None]
+    n = arr.shape[-1]
+    outer = arr[..., :, None] * arr[..., None, :]
+    diag = arr[..., :, None] * np.eye(n)
+    return a * (diag - outer)
+
+
+def jacobian_half_l1(J: ArrayLike) -> NDArray[np.float64]:
+    """Half the entrywise L1 norm of square matrices: ``(1/2) sum_ij |J_ij|``
+    over the last two axes."""
+    arr = v.finite(J, "J")
+    if arr.ndim < 2 or arr.shape[-1] != arr.shape[-2]:
+        raise ValueError(f"J must be square in its last two axes, got shape {arr.shape}")
+    return 0.5 * np.abs(arr).sum(axis=(-2, -1))
+
+
+def gradient_l1(p: ArrayLike, alpha: ArrayLike = 1.0) -> NDArray[np.float64]:
+    """The closed form of the softmax Jacobian's size,
+    ``(1/2) ||J||_1 = alpha (1 - sum_i p_i^2)``, along the last axis of ``p``."""
+    arr = v.probabilities(p, "p")
+    a = _alpha_for_batch(alpha, arr.shape[:-1])
+    return a * (1.0 - np.sum(arr * arr, axis=-1))
