@@ -1,0 +1,122 @@
+"""The gradient-maximising scale under the mean-field approximation.
+
+For scores ``s_i`` drawn independently from a distribution with moment
+generating function ``M(t) = E[exp(t s)]``, the mean-field (law of large
+numbers) step replaces ``sum_i p_i^2`` by ``M(2 alpha) / (n M(alpha)^2)``, and
+the L1 size of the softmax Jacobian, ``alpha (1 - sum_i p_i^2)``, by the
+objective ``alpha (1 - M(2 alpha) / (n M(alpha)^2))``. For standard normal
+scores ``M(t) = exp(t^2 / 2)`` and the objective is ``alpha (1 - exp(alpha^2) / n)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.special import lambertw
+
+from . import _validate as v
+
+__all__ = [
+    "collision_normal",
+    "objective_normal",
+    "alpha_star_normal",
+    "alpha_star_normal_asymptotic",
+    "n_for_alpha_normal",
+]
+
+
+def _lengths(n: ArrayLike, name: str = "n") -> NDArray[np.float64]:
+    """Sequence lengths: finite reals > 1 (a softmax over one key has no gradient)."""
+    arr = v.finite(n, name)
+    bad = ~(arr > 1)
+    if bad.any():
+        raise ValueError(f"{name} must be > 1 (a softmax over n <= 1 keys has no gradient), got {v._show(arr[bad][0])}")
+    return arr
+
+
+def _out(x: NDArray[np.float64]) -> NDArray[np.float64] | float:
+    return x if x.ndim else float(x)
+
+
+def collision_normal(alpha: ArrayLike, n: ArrayLike) -> NDArray[np.float64] | float:
+    """Mean-field ``sum_i p_i^2`` for standard normal scores: ``exp(alpha^2) / n``.
+
+    Computed as ``exp(alpha^2 - log n)``; it exceeds 1 (impossible for the true
+    sum) once ``alpha^2 > log n``, which marks where the approximation fails.
+    """
+    a = v.positive(alpha, "alpha")
+    m = _lengths(n)
+    with np.errstate(over="ignore"):
+        return _out(np.exp(a * a - np.log(m)))
+
+
+def objective_normal(alpha: ArrayLike, n: ArrayLike) -> NDArray[np.float64] | float:
+    """Mean-field gradient size for standard normal scores,
+    ``G(alpha) = alpha (1 - exp(alpha^2) / n)`` (broadcasting ``alpha`` and ``n``).
+
+    Negative where the approximation has failed (``alpha^2 > log n``); tends to
+    ``-inf`` as ``alpha`` grows.
+    """
+    a = v.positive(alpha, "alpha")
+    m = _lengths(n)
+    with np.errstate(over="ignore"):
+        return _out(a * -np.expm1(a * a - np.log(m)))
+
+
+def alpha_star_normal(n: ArrayLike) -> NDArray[np.float64] | float:
+    """The maximiser of ``alpha (1 - exp(alpha^2)/n)`` over ``alpha > 0``.
+
+    It solves ``exp(alpha^2) (1 + 2 alpha^2) = n``; with ``x = alpha^2``,
+    ``(x + 1/2) exp(x + 1/2) = n sqrt(e) / 2``, so
+    ``alpha* = sqrt(W0(n sqrt(e) / 2) - 1/2)`` with ``W0`` the principal branch
+    of the Lambert W function. A positive optimum exists exactly for ``n > 1``.
+
+    Vectorised over any array shape. The Lambert W value is only the starting
+    point: two Newton steps on ``g(x) = x + log1p(2x) - log n`` (whose slope is
+    between 1 and 3) remove the cancellation in ``W0 - 1/2`` near ``n = 1`` and
+    any error of ``lambertw``, giving ``alpha*`` to within a few ulps for every
+    float ``n > 1``.
+    """
+    m = _lengths(n)
+    log_n = np.log(m)
+    z = m * (0.5 * np.sqrt(np.e))  # < n, so it cannot overflow
+    x = lambertw(z, 0).real - 0.5
+    x = np.where(x > 0, x, log_n / 3.0)  # near n = 1: g(x) ~ 3x - log n
+    for _ in range(3):
+        x = x - (x + np.log1p(2.0 * x) - log_n) / (1.0 + 2.0 / (1.0 + 2.0 * x))
+    return _out(np.sqrt(x))
+
+
+def alpha_star_normal_asymptotic(n: ArrayLike, terms: int = 2) -> NDArray[np.float64] | float:
+    """Large-``n`` expansion of ``alpha*`` for normal scores, with ``L = log n``:
+
+    - ``terms=1``: ``sqrt(L)``;
+    - ``terms=2``: ``sqrt(L - log(2L))``;
+    - ``terms=3``: ``sqrt(L - log(2L) + (log(2L) - 1/2) / L)``.
+
+    The relative error of each is ``O(log L / L)``, ``O((log L / L)^2)`` and
+    ``O((log L)^2 / L^3)`` for ``alpha*^2``. The two-term argument
+    ``L - log(2L)`` is at least ``1 - log 2`` for every ``L > 0``; the
+    three-term one turns negative for small ``n`` (below 2), which is
+    an error.
+    """
+    if terms not in (1, 2, 3):
+        raise ValueError(f"terms must be 1, 2 or 3, got {terms!r}")
+    m = _lengths(n)
+    L = np.log(m)
+    if terms == 1:
+        return _out(np.sqrt(L))
+    x = L - np.log(2.0 * L)
+    if terms == 3:
+        x = x + (np.log(2.0 * L) - 0.5) / L
+    if (x <= 0).any():
+        raise ValueError(f"n is too small for the {terms}-term expansion: got {v._show(m[x <= 0][0])}")
+    return _out(np.sqrt(x))
+
+
+def n_for_alpha_normal(alpha: ArrayLike) -> NDArray[np.float64] | float:
+    """The length ``n`` for which ``alpha`` is the mean-field optimum:
+    ``n = exp(alpha^2) (1 + 2 alpha^2)`` (the inverse of :func:`alpha_star_normal`)."""
+    a = v.positive(alpha, "alpha")
+    with np.errstate(over="ignore"):
+        return _out(np.exp(a * a) * (1.0 + 2.0 * a * a))
