@@ -198,3 +198,14 @@ def test_bad_input_is_rejected_with_the_argument_named(call, exc, words):
     with pytest.raises(exc) as info:
         call()
     assert words in str(info.value)
+
+
+def test_saturated_rows_keep_relative_accuracy():
+    # x = [a, a, 2a] at a = 100: p_3 rounds to 1, yet p_3 (1 - p_3) = 2 e^-100 / (1 + 2 e^-100)^2
+    p = softmax([100.0, 100.0, 200.0])
+    with mp.workdps(120):
+        e = mp.exp(-100)
+        exact_diag = float(2 * e / (1 + 2 * e) ** 2)
+        exact_l1 = float(1 - (1 / (1 + 2 * e)) ** 2 - 2 * (e / (1 + 2 * e)) ** 2)
+    np.testing.assert_allclose(softmax_jacobian(p)[2, 2], exact_diag, rtol=1e-13)
+    np.testing.assert_allclose(gradient_l1(p), exact_l1, rtol=1e-13)

@@ -80,7 +80,7 @@ def close(
     if v.ndim == 0 and e == 0:
         line = f"{name}: |value| <= {atol:g}"
     elif v.ndim == 0:
-        shown = digits if rtol == 0 else max(1, min(digits, int(np.floor(-np.log10(rtol)))))
+        shown = digits if rtol == 0 else max(1, min(digits, int(np.ceil(-np.log10(rtol))) + 1))
         line = f"{name}: {fmt(v, shown)} vs {fmt(e, shown)} ({tol})"
     else:
         line = f"{name}: all {v.size} values agree ({tol})"

@@ -19,6 +19,9 @@ __all__ = [
     "softmax_jacobian",
     "jacobian_half_l1",
     "gradient_l1",
+    "jacobian_frobenius",
+    "jacobian_max_entry",
+    "jacobian_spectral_norm",
 ]
 
 
@@ -105,6 +108,21 @@ def _alpha_for_batch(alpha: ArrayLike, batch_shape: tuple[int, ...]) -> NDArray[
     return a
 
 
+def _rest(arr: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``sum_{j != i} p_j`` for every ``i`` along the last axis, accurately.
+
+    ``1 - p_i`` loses everything when ``p_i`` rounds to 1 (a saturated row);
+    for the largest entry the other probabilities are summed directly instead,
+    and for the others ``sum p - p_i`` has no cancellation (``p_i <= 1/2``
+    there unless the row has two entries near 1/2, where both forms are fine).
+    """
+    rest = np.sum(arr, axis=-1, keepdims=True) - arr
+    top = np.argmax(arr, axis=-1)[..., None]
+    masked = np.where(np.arange(arr.shape[-1]) == top, 0.0, arr)
+    np.put_along_axis(rest, top, np.sum(masked, axis=-1, keepdims=True), axis=-1)
+    return rest
+
+
 def softmax_jacobian(p: ArrayLike, alpha: ArrayLike = 1.0) -> NDArray[np.float64]:
     """The Jacobian of ``p = softmax(alpha s)`` with respect to ``s``:
     ``J[..., i, j] = alpha (p_i delta_ij - p_i p_j)``, i.e. ``alpha (diag p - p p^T)``.
@@ -116,9 +134,11 @@ def softmax_jacobian(p: ArrayLike, alpha: ArrayLike = 1.0) -> NDArray[np.float64
     arr = v.probabilities(p, "p")
     a = _alpha_for_batch(alpha, arr.shape[:-1])[..., None, None]
     n = arr.shape[-1]
-    outer = arr[..., :, None] * arr[..., None, :]
-    diag = arr[..., :, None] * np.eye(n)
-    return a * (diag - outer)
+    J = -(arr[..., :, None] * arr[..., None, :])
+    # the diagonal as p_i sum_{j != i} p_j: accurate even when p_i rounds to 1
+    idx = np.arange(n)
+    J[..., idx, idx] = arr * _rest(arr)
+    return a * J
 
 
 def jacobian_half_l1(J: ArrayLike) -> NDArray[np.float64]:
@@ -135,4 +155,52 @@ def gradient_l1(p: ArrayLike, alpha: ArrayLike = 1.0) -> NDArray[np.float64]:
     ``(1/2) ||J||_1 = alpha (1 - sum_i p_i^2)``, along the last axis of ``p``."""
     arr = v.probabilities(p, "p")
     a = _alpha_for_batch(alpha, arr.shape[:-1])
-    return a * (1.0 - np.sum(arr * arr, axis=-1))
+    # 1 - sum p^2 = sum_i p_i sum_{j != i} p_j, which keeps its relative accuracy in saturated rows
+    return a * np.sum(arr * _rest(arr), axis=-1)
+
+
+def jacobian_frobenius(p: ArrayLike, alpha: ArrayLike = 1.0) -> NDArray[np.float64]:
+    """Frobenius norm of the softmax Jacobian without forming it:
+    row ``i`` of ``J`` is ``alpha p_i (e_i - p)``, so
+    ``||J||_F^2 = alpha^2 sum_i p_i^2 ((1 - p_i)^2 + sum_{j != i} p_j^2)``,
+    evaluated so that near-one-hot rows keep their relative accuracy.
+    """
+    arr = v.probabilities(p, "p")
+    a = _alpha_for_batch(alpha, arr.shape[:-1])
+    sq = arr * arr
+    inner = np.sum(sq * (_rest(arr) ** 2 + _rest(sq)), axis=-1)
+    return a * np.sqrt(inner)
+
+
+def jacobian_max_entry(p: ArrayLike, alpha: ArrayLike = 1.0) -> NDArray[np.float64]:
+    """Largest entry of ``|J|``. Off the diagonal ``p_i p_j <= p_i (1 - p_i)``,
+    so it is the largest diagonal entry, ``alpha max_i p_i (1 - p_i)``."""
+    arr = v.probabilities(p, "p")
+    a = _alpha_for_batch(alpha, arr.shape[:-1])
+    return a * np.max(arr * _rest(arr), axis=-1)
+
+
+def jacobian_spectral_norm(p: ArrayLike, alpha: ArrayLike = 1.0, iterations: int = 64) -> NDArray[np.float64]:
+    """Spectral norm of the softmax Jacobian, which is its largest eigenvalue
+    (``J`` is positive semidefinite): ``alpha mu`` with ``mu`` the root of
+    ``sum_i p_i^2 / (p_i - mu) = 1`` between the two largest probabilities.
+
+    Vectorised bisection (``iterations`` halvings of ``[p_(2), p_(1)]``, 64 by
+    default: below one ulp), ``O(n)`` work per step and no ``n x n`` matrix.
+    """
+    arr = v.probabilities(p, "p")
+    a = _alpha_for_batch(alpha, arr.shape[:-1])
+    iterations = v.integer_at_least(iterations, "iterations", 1)
+    top2 = -np.partition(-arr, 1, axis=-1)[..., :2] if arr.shape[-1] > 1 else np.concatenate([arr, 0 * arr], -1)
+    lo, hi = top2[..., 1].copy(), top2[..., 0].copy()
+    p2 = arr * arr
+    for _ in range(iterations):
+        mid = 0.5 * (lo + hi)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = np.where(p2 > 0, p2 / (arr - mid[..., None]), 0.0)
+        f = 1.0 - np.sum(terms, axis=-1)
+        # f decreases on (p_(2), p_(1)): f > 0 means the root lies above mid
+        above = f > 0
+        lo = np.where(above, mid, lo)
+        hi = np.where(above, hi, mid)
+    return a * 0.5 * (lo + hi)
