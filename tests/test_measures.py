@@ -78,3 +78,16 @@ def test_bad_input(call, words):
     with pytest.raises(ValueError) as info:
         call()
     assert words in str(info.value)
+
+
+def test_spectral_norm_in_saturated_rows():
+    p = softmax(np.array([[30.0, 5.0, 4.0, 0.0], [10.0, -10.0, -12.0, -30.0]]))
+    ref = np.linalg.eigvalsh(softmax_jacobian(p))[..., -1]
+    np.testing.assert_allclose(jacobian_spectral_norm(p), ref, rtol=1e-9)
+
+
+def test_spectral_norm_relative_accuracy_when_it_is_tiny():
+    # p_(2) ~ 1e-17 next to p_(1) ~ 1: the root is ~2 p_(2); LAPACK on the accurate dense J is the reference
+    p = softmax(np.array([40.0, 0.0, -6.0, -9.0]))
+    np.testing.assert_allclose(jacobian_spectral_norm(p), np.linalg.eigvalsh(softmax_jacobian(p))[-1], rtol=1e-12)
+    assert jacobian_spectral_norm(p) <= jacobian_frobenius(p)

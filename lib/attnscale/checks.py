@@ -87,7 +87,8 @@ def close(
     if not ok.all():
         bad = int(np.argmin(ok.ravel()))
         raise AssertionError(
-            f"{line} FAILED: entry {bad} is {v.ravel()[bad]!r}, expected {e.ravel()[bad]!r}"
+            f"{name}: {int((~ok).sum())} of {v.size} values outside {tol}; "
+            f"entry {bad} is {v.ravel()[bad]!r}, expected {e.ravel()[bad]!r}"
         )
     print(line)
 

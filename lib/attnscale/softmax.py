@@ -184,23 +184,27 @@ def jacobian_spectral_norm(p: ArrayLike, alpha: ArrayLike = 1.0, iterations: int
     """Spectral norm of the softmax Jacobian, which is its largest eigenvalue
     (``J`` is positive semidefinite): ``alpha mu`` with ``mu`` the root of
     ``sum_i p_i^2 / (p_i - mu) = 1`` between the two largest probabilities.
+    Since ``sum p_i = 1`` that equation is ``mu sum_i p_i / (p_i - mu) = 0``;
+    the root of ``sum_i p_i / (p_i - mu)`` is found instead, which avoids the
+    cancellation in ``1 - p_(1)`` that ruins saturated rows.
 
-    Vectorised bisection (``iterations`` halvings of ``[p_(2), p_(1)]``, 64 by
-    default: below one ulp), ``O(n)`` work per step and no ``n x n`` matrix.
+    Vectorised bisection on ``[p_(2), p_(1)]`` at geometric midpoints
+    (``iterations`` halvings of the log-width, 64 by default: below one ulp
+    for any float64 bracket), ``O(n)`` work per step and no ``n x n`` matrix.
     """
     arr = v.probabilities(p, "p")
     a = _alpha_for_batch(alpha, arr.shape[:-1])
     iterations = v.integer_at_least(iterations, "iterations", 1)
     top2 = -np.partition(-arr, 1, axis=-1)[..., :2] if arr.shape[-1] > 1 else np.concatenate([arr, 0 * arr], -1)
     lo, hi = top2[..., 1].copy(), top2[..., 0].copy()
-    p2 = arr * arr
     for _ in range(iterations):
-        mid = 0.5 * (lo + hi)
+        # geometric midpoints give relative precision even when the root is tiny next to p_(1)
+        mid = np.where(lo > 0, np.sqrt(lo * hi), 0.5 * (lo + hi))
         with np.errstate(divide="ignore", invalid="ignore"):
-            terms = np.where(p2 > 0, p2 / (arr - mid[..., None]), 0.0)
-        f = 1.0 - np.sum(terms, axis=-1)
-        # f decreases on (p_(2), p_(1)): f > 0 means the root lies above mid
-        above = f > 0
-        lo = np.where(above, mid, lo)
-        hi = np.where(above, hi, mid)
+            terms = np.where(arr > 0, arr / (arr - mid[..., None]), 0.0)
+        g = np.sum(terms, axis=-1)
+        # g increases from -inf to +inf on (p_(2), p_(1)); g < 0 means the root lies above mid
+        below = g < 0
+        lo = np.where(below, mid, lo)
+        hi = np.where(below, hi, mid)
     return a * 0.5 * (lo + hi)
