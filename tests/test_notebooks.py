@@ -112,3 +112,18 @@ def test_execute_notebook_rejects_bad_path(tmp_path):
 
     with pytest.raises(ValueError, match="path must be an existing .ipynb file"):
         execute_notebook(tmp_path / "missing.ipynb")
+
+
+def test_stream_outputs_are_coalesced():
+    import nbformat
+
+    from attnscale.notebooks import _coalesce_streams
+
+    outs = [
+        nbformat.v4.new_output("stream", name="stdout", text="a\n"),
+        nbformat.v4.new_output("stream", name="stdout", text="b\n"),
+        nbformat.v4.new_output("stream", name="stderr", text="c\n"),
+        nbformat.v4.new_output("stream", name="stdout", text="d\n"),
+    ]
+    merged = _coalesce_streams(outs)
+    assert [(o["name"], "".join(o["text"])) for o in merged] == [("stdout", "a\nb\n"), ("stderr", "c\n"), ("stdout", "d\n")]

@@ -52,10 +52,33 @@ def execute_notebook(path: str | Path, *, prelude: str | None = None, timeout: i
     client.execute()
     if prelude is not None:
         nb.cells.pop(0)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = _coalesce_streams(cell.outputs)
     if write:
         nb.metadata.pop("widgets", None)
         nbformat.write(nb, path)
     return nb
+
+
+def _coalesce_streams(outputs: list) -> list:
+    """Join consecutive stream outputs of the same name: how the kernel happened
+    to chunk its prints must not change the stored file."""
+    import nbformat
+
+    merged: list = []
+    for out in outputs:
+        if (
+            out.get("output_type") == "stream"
+            and merged
+            and merged[-1].get("output_type") == "stream"
+            and merged[-1].get("name") == out.get("name")
+        ):
+            text = "".join(merged[-1]["text"]) + "".join(out["text"])
+            merged[-1] = nbformat.v4.new_output("stream", name=out["name"], text=text)
+        else:
+            merged.append(out)
+    return merged
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,6 +22,9 @@ __all__ = [
     "alpha_star_normal",
     "alpha_star_normal_asymptotic",
     "n_for_alpha_normal",
+    "collision_cosine",
+    "objective_cosine",
+    "alpha_star_cosine",
 ]
 
 
@@ -120,3 +123,114 @@ def n_for_alpha_normal(alpha: ArrayLike) -> NDArray[np.float64] | float:
     a = v.positive(alpha, "alpha")
     with np.errstate(over="ignore"):
         return _out(np.exp(a * a) * (1.0 + 2.0 * a * a))
+
+
+# ---- cosine scores -------------------------------------------------------------
+
+
+def _cosine_terms(alpha: NDArray, d: NDArray) -> tuple[NDArray, NDArray]:
+    """``log R(alpha)`` with ``R = M(2 alpha) / M(alpha)^2`` and
+    ``alpha d/dalpha log R``, for flat arrays, free of cancellation."""
+    from scipy.special import gammaln
+
+    from .special import _log_hyp0f1, _log_ive, _ratio_and_complement
+
+    nu = 0.5 * d - 1.0
+    two = 2.0 * alpha
+    # log M(x) = gammaln(nu+1) + nu log(2/x) + log ive(nu, x) + x; the x terms cancel in log R exactly
+    with np.errstate(invalid="ignore"):
+        log_r = -gammaln(nu + 1.0) + nu * (np.log(alpha) - 2.0 * np.log(2.0)) + _log_ive(nu, two) - 2.0 * _log_ive(nu, alpha)
+    # where both M(alpha) and M(2 alpha) come from the power series, use it directly (no cancellation)
+    series_two, both = _log_hyp0f1(nu, two)
+    if both.any():
+        series_one, _ = _log_hyp0f1(nu[both], alpha[both])
+        log_r[both] = series_two[both] - 2.0 * series_one
+    r1, q1 = _ratio_and_complement(nu, alpha)
+    r2, q2 = _ratio_and_complement(nu, two)
+    # r(2a) - r(a): difference of small ratios where they are small, of small complements where not
+    diff = np.where(r1 < 0.5, r2 - r1, q1 - q2)
+    return log_r, 2.0 * alpha * diff
+
+
+def collision_cosine(alpha: ArrayLike, n: ArrayLike, d: ArrayLike) -> NDArray[np.float64] | float:
+    """Mean-field ``sum_i p_i^2`` for cosine scores in ``R^d``:
+    ``M(2 alpha) / (n M(alpha)^2)`` (broadcasting ``alpha``, ``n`` and ``d``)."""
+    a = v.positive(alpha, "alpha")
+    m = _lengths(n)
+    from .scores import _dims
+
+    d_ = _dims(d)
+    a, m, d_ = np.broadcast_arrays(a, m, d_)
+    log_r, _ = _cosine_terms(a.ravel().copy(), d_.ravel().copy())
+    with np.errstate(over="ignore"):
+        out = np.exp(log_r - np.log(m.ravel())).reshape(a.shape)
+    return _out(out)
+
+
+def objective_cosine(alpha: ArrayLike, n: ArrayLike, d: ArrayLike) -> NDArray[np.float64] | float:
+    """Mean-field gradient size for cosine scores,
+    ``alpha (1 - M(2 alpha) / (n M(alpha)^2))``."""
+    a = v.positive(alpha, "alpha")
+    m = _lengths(n)
+    from .scores import _dims
+
+    d_ = _dims(d)
+    a, m, d_ = np.broadcast_arrays(a, m, d_)
+    log_r, _ = _cosine_terms(a.ravel().copy(), d_.ravel().copy())
+    with np.errstate(over="ignore"):
+        out = (a.ravel() * -np.expm1(log_r - np.log(m.ravel()))).reshape(a.shape)
+    return _out(out)
+
+
+def alpha_star_cosine(n: ArrayLike, d: ArrayLike, *, iterations: int = 60) -> NDArray[np.float64] | float:
+    """The maximiser over ``alpha > 0`` of ``alpha (1 - M(2 alpha) / (n M(alpha)^2))``
+    for cosine scores in ``R^d``, ``M`` the moment generating function of
+    :mod:`attnscale.scores`. Broadcasts ``n`` (> 1) against ``d`` (>= 2).
+
+    With ``R = M(2 alpha)/M(alpha)^2`` the first-order condition is
+    ``R (1 + alpha (log R)') = n``, solved in logarithms,
+    ``log R + log1p(alpha (log R)') = log n``, by bracketing (doubling from
+    ``sqrt(d)``) and ``iterations`` bisections at geometric midpoints (60 by
+    default: below 1e-15 relative). All Bessel quantities are in the log domain
+    (:mod:`attnscale.special`), so ``d`` up to thousands and ``alpha`` up to
+    ``1e25`` are fine.
+    """
+    from .scores import _dims
+
+    m = _lengths(n)
+    d_ = _dims(d)
+    iterations = v.integer_at_least(iterations, "iterations", 1)
+    m, d_ = np.broadcast_arrays(m, d_)
+    shape = m.shape
+    log_n = np.log(m.ravel())
+    dd = d_.ravel().copy()
+
+    def h(a: NDArray, idx: NDArray) -> NDArray:
+        log_r, slope = _cosine_terms(a, dd[idx])
+        return log_r + np.log1p(slope) - log_n[idx]
+
+    everything = np.arange(log_n.size)
+    hi = np.sqrt(dd)
+    lo = hi.copy()
+    for _ in range(400):  # grow hi until h(hi) > 0
+        idx = everything[h(hi, everything) <= 0]
+        if idx.size == 0:
+            break
+        lo[idx] = hi[idx]
+        hi[idx] *= 2.0
+    else:  # pragma: no cover - would need n beyond float range
+        raise ValueError("could not bracket the optimum: n too large for d")
+    for _ in range(400):  # shrink lo until h(lo) < 0
+        idx = everything[h(lo, everything) >= 0]
+        if idx.size == 0:
+            break
+        hi[idx] = lo[idx]
+        lo[idx] /= 2.0
+    else:  # pragma: no cover
+        raise ValueError("could not bracket the optimum: n too close to 1")
+    for _ in range(iterations):
+        mid = np.sqrt(lo * hi)
+        below = h(mid, everything) < 0
+        lo = np.where(below, mid, lo)
+        hi = np.where(below, hi, mid)
+    return _out(np.sqrt(lo * hi).reshape(shape))
