@@ -5,6 +5,7 @@ Modules are named after the mathematics they hold:
 - :mod:`attnscale.softmax`: scaled softmax, log-sum-exp, the softmax Jacobian
   and its sizes (L1, Frobenius, spectral, largest entry);
 - :mod:`attnscale.entropy`: Shannon and Renyi-2 entropies, effective number;
+- :mod:`attnscale.montecarlo`: simulation kernels for the exact expected gradient;
 - :mod:`attnscale.optimum`: the mean-field gradient-maximising scale (normal and cosine scores);
 - :mod:`attnscale.scores`: score distributions (cosine density, sampler, moment generating functions);
 - :mod:`attnscale.special`: modified Bessel functions in the log domain;
@@ -13,7 +14,7 @@ Modules are named after the mathematics they hold:
 - :mod:`attnscale.plotting`: the house figure style.
 """
 
-from . import checks, entropy, optimum, scores, softmax, special, symbolic
+from . import checks, entropy, montecarlo, optimum, scores, softmax, special, symbolic
 
 __version__ = "0.1.0"
-__all__ = ["checks", "entropy", "optimum", "scores", "softmax", "special", "symbolic"]
+__all__ = ["checks", "entropy", "montecarlo", "optimum", "scores", "softmax", "special", "symbolic"]

@@ -1,0 +1,61 @@
+"""Monte Carlo kernels against straightforward references."""
+
+import numpy as np
+import pytest
+
+from attnscale.montecarlo import collision_and_gradient, gap_density_at_zero, rem_collision, row_optimum
+from attnscale.softmax import gradient_l1, softmax
+
+
+def test_collision_and_gradient_match_the_softmax_route():
+    rng = np.random.default_rng(0)
+    scores = rng.standard_normal((37, 50)) * 3
+    alphas = np.array([0.01, 0.5, 3.0, 40.0])
+    coll, grad = collision_and_gradient(scores, alphas, chunk=8)
+    p = softmax(np.broadcast_to(scores, (4,) + scores.shape), alphas[:, None, None])
+    np.testing.assert_allclose(coll, (p**2).sum(-1), rtol=1e-12)
+    np.testing.assert_allclose(grad, gradient_l1(p, alphas[:, None]), rtol=1e-11, atol=1e-300)
+
+
+def test_row_optimum_matches_a_fine_grid():
+    rng = np.random.default_rng(1)
+    scores = rng.standard_normal((12, 40))
+    grid = np.logspace(-1, 3, 8001)
+    _, grad = collision_and_gradient(scores, grid)
+    brute = grid[np.argmax(grad, axis=0)]
+    np.testing.assert_allclose(row_optimum(scores), brute, rtol=2e-3)
+
+
+def test_gap_density_against_simulation():
+    rng = np.random.default_rng(2)
+    top2 = -np.sort(-rng.standard_normal((200_000, 8)), axis=1)[:, :2]
+    gaps = top2[:, 0] - top2[:, 1]
+    h = 0.02
+    empirical = np.mean(gaps < h) / h  # P(gap < h) / h -> f(0) as h -> 0, bias O(h)
+    se = np.sqrt(np.mean(gaps < h) / gaps.size) / h
+    assert abs(empirical - gap_density_at_zero(8)) < 4 * se + 0.05 * empirical
+
+
+def test_rem_collision():
+    n = np.e**8  # alpha_c = 4
+    assert rem_collision(2.0, n) == 0.0
+    np.testing.assert_allclose(rem_collision(8.0, n), 0.5, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "call, words",
+    [
+        (lambda: collision_and_gradient(np.ones(5), [1.0]), "scores must be a 2-d array"),
+        (lambda: collision_and_gradient(np.ones((2, 1)), [1.0]), "n >= 2"),
+        (lambda: collision_and_gradient(np.ones((2, 3)), [[1.0]]), "alphas must be 1-d"),
+        (lambda: collision_and_gradient(np.ones((2, 3)), [-1.0]), "alphas must be > 0"),
+        (lambda: row_optimum(np.ones((2, 3)), lo=2.0, hi=1.0), "need 0 < lo < hi"),
+        (lambda: gap_density_at_zero(1), "n must be an integer >= 2"),
+        (lambda: rem_collision(1.0, 1.0), "n must be > 1"),
+        (lambda: collision_and_gradient(np.full((2, 3), np.nan), [1.0]), "scores must be finite"),
+    ],
+)
+def test_bad_input(call, words):
+    with pytest.raises(ValueError) as info:
+        call()
+    assert words in str(info.value)
