@@ -10,7 +10,15 @@ from numpy.typing import ArrayLike, NDArray
 
 from . import _validate as v
 
-__all__ = ["collision", "renyi2", "effective_number", "shannon"]
+__all__ = [
+    "collision",
+    "renyi2",
+    "effective_number",
+    "shannon",
+    "softmax_entropy",
+    "mean_field_entropy_normal",
+    "mean_field_entropy_cosine",
+]
 
 
 def collision(p: ArrayLike) -> NDArray[np.float64]:
@@ -36,3 +44,45 @@ def shannon(p: ArrayLike) -> NDArray[np.float64]:
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(arr > 0, arr * np.log(arr), 0.0)
     return -np.sum(terms, axis=-1)
+
+
+def softmax_entropy(s: ArrayLike, alpha: ArrayLike = 1.0, axis: int = -1) -> NDArray[np.float64]:
+    """Shannon entropy of ``p = softmax(alpha s)`` along ``axis`` straight from the
+    scores: ``H = log Z - alpha E_p[s]``, with ``log Z`` a shifted log-sum-exp,
+    so it is accurate for saturated rows too (no ``0 log 0`` terms)."""
+    from .softmax import _logits, _shifted
+
+    arr, a, ax = _logits(s, alpha, axis)
+    z, _ = _shifted(arr, a, ax)  # alpha (s - max s) <= 0
+    w = np.exp(z)
+    total = np.sum(w, axis=ax, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        mean_z = np.sum(np.where(w > 0, w * z, 0.0), axis=ax, keepdims=True) / total
+    return np.squeeze(np.log(total) - mean_z, axis=ax)
+
+
+def mean_field_entropy_normal(alpha: ArrayLike, n: ArrayLike) -> NDArray[np.float64] | float:
+    """Mean-field entropy for ``n`` standard normal scores:
+    ``log Z ~ log n + alpha^2/2`` and ``E_p[s] ~ alpha``, so ``H ~ log n - alpha^2/2``.
+    Valid in the high-temperature phase; it reaches 0 at ``alpha = sqrt(2 log n)``."""
+    a = v.positive(alpha, "alpha")
+    m = v.finite(n, "n")
+    if (m <= 1).any():
+        raise ValueError(f"n must be > 1, got {v._show(m[m <= 1][0])}")
+    out = np.log(m) - 0.5 * a * a
+    return out if out.ndim else float(out)
+
+
+def mean_field_entropy_cosine(alpha: ArrayLike, n: ArrayLike, d: ArrayLike) -> NDArray[np.float64] | float:
+    """Mean-field entropy for ``n`` cosine scores in ``R^d``:
+    ``H ~ log n + log M(alpha) - alpha (log M)'(alpha)`` with ``M`` the cosine
+    moment generating function (:mod:`attnscale.scores`)."""
+    from .scores import dlog_mgf_cosine, log_mgf_cosine
+
+    m = v.finite(n, "n")
+    if (m <= 1).any():
+        raise ValueError(f"n must be > 1, got {v._show(m[m <= 1][0])}")
+    a = v.positive(alpha, "alpha")
+    out = np.log(m) + log_mgf_cosine(a, d) - a * dlog_mgf_cosine(a, d)
+    out = np.asarray(out, dtype=float)
+    return out if out.ndim else float(out)
