@@ -18,7 +18,7 @@ CHAPTERS := $(sort $(wildcard chapters/*.ipynb))
 # Everything the chapters' outputs depend on besides their own code cells.
 LIB_HASH = $(shell { find lib -name '*.py' -print0 | sort -z | xargs -0 cat; cat requirements.txt pyproject.toml; } | sha256sum | cut -c1-16)
 
-.PHONY: help venv book test test-lib test-notebooks test-site execute freeze clean
+.PHONY: help venv book test test-lib test-notebooks test-site test-browser execute freeze clean
 
 help:
 	@echo "make book      build the site into _build/html"
@@ -51,11 +51,11 @@ book: $(STAMP) lib-fresh
 	$(BIN)/jupyter-book build . --builder html
 	@echo "The book is at $(CURDIR)/_build/html/index.html"
 
-test: test-lib test-notebooks test-site
+test: test-lib test-notebooks test-site test-browser
 	@echo "All tests passed."
 
 test-lib: $(STAMP)
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest tests --ignore=tests/browser
 
 test-notebooks: $(STAMP)
 	$(BIN)/python -m pytest --nbval -p no:cacheprovider $(CHAPTERS)
@@ -64,6 +64,11 @@ test-notebooks: $(STAMP)
 # rebuilt (--all) so no warning hides in an unchanged page.
 test-site: $(STAMP) lib-fresh
 	$(BIN)/jupyter-book build . --all --builder html -W -n --keep-going
+
+# The built site in headless Chromium (Debian's chromium; skipped with
+# instructions when it is missing, except under CI=true).
+test-browser: $(STAMP)
+	$(BIN)/python -m pytest tests/browser -p no:cacheprovider
 
 execute: $(STAMP)
 	$(BIN)/python -m attnscale.notebooks $(CHAPTERS)

@@ -1,6 +1,6 @@
 """The house figure style: fixed size, white background, labelled axes, PNG.
 
-Figures are made with :class:`matplotlib.figure.Figure` rather than pyplot and
+Figures are made with ``matplotlib.figure.Figure`` rather than pyplot and
 shown with :func:`show`, which displays the PNG bytes. That makes a chapter's
 stored outputs the same whatever matplotlib backend the kernel runs under
 (inline in Jupyter, ``Agg`` in CI).

@@ -1,0 +1,117 @@
+"""Checks of a built page as a reader's browser sees it (used by test_site.py)."""
+
+from __future__ import annotations
+
+import http.server
+import os
+import shutil
+import threading
+from contextlib import contextmanager
+from functools import partial
+from pathlib import Path
+from urllib.parse import unquote, urljoin, urlparse
+
+from bs4 import BeautifulSoup
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+RAW_TEX = ("$$", "\\begin{", "\\frac", "\\(", "\\[")
+
+
+def chromium_path() -> str | None:
+    return os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep test output clean
+        pass
+
+
+@contextmanager
+def serve(root: Path):
+    """Serve ``root`` on 127.0.0.1 at a free port; yields the base URL."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=str(root)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def visit(page, url: str, timeout_ms: int = 30_000) -> dict:
+    """Load ``url`` and return every problem a reader would see, by kind."""
+    problems = {"console": [], "requests": [], "math": [], "images": []}
+    page.on("console", lambda msg: problems["console"].append(msg.text) if msg.type == "error" else None)
+    page.on("pageerror", lambda exc: problems["console"].append(str(exc)))
+    page.on("requestfailed", lambda req: problems["requests"].append(f"{req.url} ({req.failure})"))
+    page.on("response", lambda res: problems["requests"].append(f"{res.url} -> {res.status}") if res.status >= 400 else None)
+    page.goto(url, wait_until="load", timeout=timeout_ms)
+    has_mathjax = page.evaluate("() => !!document.querySelector('script[src*=\"mathjax\"]')")
+    if has_mathjax:
+        page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=timeout_ms)
+        page.evaluate("() => MathJax.startup.promise.then(() => true)")
+        errors = page.evaluate("() => document.querySelectorAll('mjx-merror, .MathJax_Error').length")
+        if errors:
+            problems["math"].append(f"{errors} MathJax error(s)")
+    text = page.evaluate(
+        """() => {
+            const body = document.body.cloneNode(true);
+            body.querySelectorAll('pre, code, .highlight, script, style, mjx-container, mjx-assistive-mml, textarea').forEach(e => e.remove());
+            return body.innerText;
+        }"""
+    )
+    for token in RAW_TEX:
+        if token in text:
+            where = text.index(token)
+            problems["math"].append(f"raw {token!r} in visible text: ...{text[max(0, where - 40):where + 40]!r}...")
+    problems["images"] = page.evaluate(
+        """async () => {
+            const imgs = [...document.images];
+            imgs.forEach(i => { i.loading = 'eager'; });
+            await Promise.all(imgs.map(i => i.complete ? null : new Promise(r => { i.onload = i.onerror = r; })));
+            return imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.getAttribute('src'));
+        }"""
+    )
+    return problems
+
+
+def broken_links(root: Path, page_files: list[Path]) -> list[str]:
+    """Internal links (and their #anchors) of the given built pages that do not resolve."""
+    ids_cache: dict[Path, set[str]] = {}
+
+    def ids(path: Path) -> set[str]:
+        if path not in ids_cache:
+            soup = BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+            ids_cache[path] = {t["id"] for t in soup.find_all(id=True)} | {t["name"] for t in soup.find_all(attrs={"name": True})}
+        return ids_cache[path]
+
+    bad = []
+    for page in page_files:
+        soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+        for a in soup.find_all("a", href=True):
+            href = a["href"]
+            parsed = urlparse(href)
+            if parsed.scheme or href.startswith(("mailto:", "javascript:", "//")):
+                continue
+            target = page if not parsed.path else (page.parent / unquote(parsed.path)).resolve()
+            if target.is_dir():
+                target = target / "index.html"
+            if not target.is_file() or root.resolve() not in target.parents and target != root.resolve():
+                bad.append(f"{page.name}: {href} (no file)")
+                continue
+            if parsed.fragment and target.suffix == ".html" and unquote(parsed.fragment) not in ids(target):
+                bad.append(f"{page.name}: {href} (no anchor)")
+    return bad
+
+
+def page_url(base: str, root: Path, page: Path) -> str:
+    return urljoin(base, page.relative_to(root).as_posix())

@@ -1,0 +1,117 @@
+"""The built site as a reader sees it: every page of the table of contents in
+headless Chromium (Debian's ``chromium`` through Playwright), served locally.
+
+Run after the site is built (``make test`` does: this is its last stage).
+Without Chromium the test is skipped with instructions, except under
+``CI=true``, where it must run.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sitecheck import CHROMIUM_ARGS, broken_links, chromium_path, page_url, serve, visit
+
+ROOT = Path(__file__).resolve().parents[2]
+SITE = ROOT / "_build" / "html"
+SHOTS = ROOT / "_build" / "screenshots"
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def toc_pages() -> list[Path]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]] + [c["file"] for part in toc["parts"] for c in part["chapters"]]
+    return [SITE / f"{f}.html" for f in files]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    path = chromium_path()
+    if path is None:
+        message = "no Chromium found: install Debian's package (sudo apt-get install chromium) or set CHROMIUM_PATH"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
+    if not (SITE / "index.html").is_file():
+        pytest.fail("the site is not built: run `make book` (or `make test`, which builds it first)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=path, headless=True, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def base_url():
+    with serve(SITE) as url:
+        yield url
+
+
+@pytest.mark.parametrize("page_file", toc_pages(), ids=lambda p: p.stem)
+def test_page_loads_cleanly(browser, base_url, page_file):
+    assert page_file.is_file(), f"{page_file.name} is in _toc.yml but was not built"
+    page = browser.new_page()
+    try:
+        problems = visit(page, page_url(base_url, SITE, page_file))
+    finally:
+        page.close()
+    assert problems == {"console": [], "requests": [], "math": [], "images": []}, problems
+
+
+def test_internal_links_and_anchors_resolve():
+    if not (SITE / "index.html").is_file():
+        pytest.fail("the site is not built")
+    assert broken_links(SITE, toc_pages()) == []
+
+
+def test_search_finds_lambert(browser, base_url):
+    page = browser.new_page()
+    try:
+        page.goto(base_url + "search.html?q=Lambert", wait_until="load")
+        page.wait_for_selector("#search-results li", timeout=30_000)
+        hits = page.locator("#search-results li").count()
+    finally:
+        page.close()
+    assert hits > 0
+
+
+def test_screenshots_for_a_person(browser, base_url):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    chapter = SITE / "chapters" / "05_gaussian_scores.html"
+    for name, size in (("desktop", {"width": 1280, "height": 900}), ("phone", {"width": 390, "height": 844})):
+        page = browser.new_page(viewport=size)
+        try:
+            visit(page, page_url(base_url, SITE, chapter))
+            page.screenshot(path=str(SHOTS / f"gaussian_scores_{name}.png"), full_page=False)
+        finally:
+            page.close()
+        assert (SHOTS / f"gaussian_scores_{name}.png").stat().st_size > 10_000
+
+
+BROKEN_PAGE = """<!doctype html><html><head><title>broken</title></head><body>
+<p>An unrendered formula: $$\\frac{a}{b}$$</p>
+<img src="missing.png" alt="missing">
+<a href="nowhere.html">a dead link</a> <a href="#no-such-anchor">a dead anchor</a>
+<script>console.error("boom")</script>
+</body></html>"""
+
+
+def test_the_checks_catch_a_broken_page(browser, tmp_path):
+    (tmp_path / "broken.html").write_text(BROKEN_PAGE)
+    with serve(tmp_path) as url:
+        page = browser.new_page()
+        try:
+            problems = visit(page, url + "broken.html")
+        finally:
+            page.close()
+    assert any("\\frac" in m or "$$" in m for m in problems["math"]), problems
+    assert problems["images"] == ["missing.png"], problems
+    assert any("missing.png" in r for r in problems["requests"]), problems
+    assert any("boom" in c for c in problems["console"]), problems
+    links = broken_links(tmp_path, [tmp_path / "broken.html"])
+    assert any("nowhere.html" in b for b in links) and any("no-such-anchor" in b for b in links), links
