@@ -11,10 +11,11 @@ Modules are named after the mathematics they hold:
 - :mod:`attnscale.special`: modified Bessel functions in the log domain;
 - :mod:`attnscale.symbolic`: the general-n softmax in SymPy, display helpers;
 - :mod:`attnscale.checks`: the assertion helpers every chapter uses;
+- :mod:`attnscale.claims`: the recomputations behind the claims register;
 - :mod:`attnscale.plotting`: the house figure style.
 """
 
-from . import checks, entropy, montecarlo, optimum, scores, softmax, special, symbolic
+from . import checks, claims, entropy, montecarlo, optimum, scores, softmax, special, symbolic
 
 __version__ = "0.1.0"
-__all__ = ["checks", "entropy", "montecarlo", "optimum", "scores", "softmax", "special", "symbolic"]
+__all__ = ["checks", "claims", "entropy", "montecarlo", "optimum", "scores", "softmax", "special", "symbolic"]
