@@ -18,12 +18,13 @@ CHAPTERS := $(sort $(wildcard chapters/*.ipynb))
 # Everything the chapters' outputs depend on besides their own code cells.
 LIB_HASH = $(shell { find lib -name '*.py' -print0 | sort -z | xargs -0 cat; cat requirements.txt pyproject.toml; } | sha256sum | cut -c1-16)
 
-.PHONY: help venv book test test-lib test-notebooks test-site test-browser execute freeze clean
+.PHONY: help venv book test test-lib test-notebooks test-site test-browser bench execute freeze clean
 
 help:
 	@echo "make book      build the site into _build/html"
 	@echo "make test      run every test (library, notebooks, strict site build)"
 	@echo "make execute   re-execute all chapters and store their outputs"
+	@echo "make bench     run the benchmarks (then make execute to refresh the appendix)"
 	@echo "make clean     remove _build"
 
 venv: $(STAMP)
@@ -69,6 +70,11 @@ test-site: $(STAMP) lib-fresh
 # instructions when it is missing, except under CI=true).
 test-browser: $(STAMP)
 	$(BIN)/python -m pytest tests/browser -p no:cacheprovider
+
+# Benchmarks (not part of `make test`): prints a table, writes
+# _build/bench/bench.json and bench/results.json (shown by the appendix page).
+bench: $(STAMP)
+	$(BIN)/python bench/bench.py
 
 execute: $(STAMP)
 	$(BIN)/python -m attnscale.notebooks $(CHAPTERS)
