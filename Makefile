@@ -1,6 +1,6 @@
 # The Scale of Attention: build and test the book.
 #   make book     build the HTML site (creates .venv on first use)
-#   make test     every test: library, notebooks (nbval), strict site build
+#   make test     every test: library, notebooks (nbval), strict site build, browser
 #   make execute  re-execute every chapter in a fresh kernel and store its outputs
 SHELL := bash
 .SHELLFLAGS := -eo pipefail -c
@@ -22,7 +22,7 @@ LIB_HASH = $(shell { find lib -name '*.py' -print0 | sort -z | xargs -0 cat; cat
 
 help:
 	@echo "make book      build the site into _build/html"
-	@echo "make test      run every test (library, notebooks, strict site build)"
+	@echo "make test      run every test (library, notebooks, strict site build, browser)"
 	@echo "make execute   re-execute all chapters and store their outputs"
 	@echo "make bench     run the benchmarks (then make execute to refresh the appendix)"
 	@echo "make clean     remove _build"
