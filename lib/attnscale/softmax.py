@@ -22,6 +22,7 @@ __all__ = [
     "jacobian_frobenius",
     "jacobian_max_entry",
     "jacobian_spectral_norm",
+    "softmax_vjp",
 ]
 
 
@@ -208,3 +209,15 @@ def jacobian_spectral_norm(p: ArrayLike, alpha: ArrayLike = 1.0, iterations: int
         lo = np.where(below, mid, lo)
         hi = np.where(below, hi, mid)
     return a * 0.5 * (lo + hi)
+
+
+def softmax_vjp(p: ArrayLike, g: ArrayLike, alpha: ArrayLike = 1.0) -> NDArray[np.float64]:
+    """The product of the softmax Jacobian with a vector, without forming it:
+    ``J g = alpha p * (g - <p, g>)`` along the last axis (``J`` is symmetric, so
+    this is also ``g^T J``, the backward pass of ``p = softmax(alpha s)``)."""
+    arr = v.probabilities(p, "p")
+    grad = v.finite(g, "g")
+    if grad.shape != arr.shape:
+        raise ValueError(f"g must have the shape of p {arr.shape}, got {grad.shape}")
+    a = _alpha_for_batch(alpha, arr.shape[:-1])[..., None]
+    return a * arr * (grad - np.sum(arr * grad, axis=-1, keepdims=True))
