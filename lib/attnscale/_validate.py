@@ -80,6 +80,15 @@ def probabilities(value: ArrayLike, name: str = "p", atol: float = 1e-9) -> NDAr
     return arr
 
 
+def lengths(value: ArrayLike, name: str = "n") -> NDArray[np.float64]:
+    """Sequence lengths: finite reals > 1 (a softmax over one key has no gradient)."""
+    arr = finite(value, name)
+    bad = ~(arr > 1)
+    if bad.any():
+        raise ValueError(f"{name} must be > 1 (a softmax over n <= 1 keys has no gradient), got {_show(arr[bad][0])}")
+    return arr
+
+
 def integer_at_least(value: object, name: str, minimum: int) -> int:
     """A Python int >= ``minimum`` (bools and non-integral floats are rejected)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):

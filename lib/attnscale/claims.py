@@ -8,6 +8,7 @@ value by :func:`verdict`, or a boolean that says whether a statement holds.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Callable
 
 import numpy as np
@@ -234,10 +235,16 @@ def expected_gradient_vanishes(rec: dict) -> float:
 # ---- cosine scores -------------------------------------------------------------------
 
 
+@lru_cache(maxsize=None)
+def _cosine_c(d: float) -> float:
+    """Least-squares c in alpha*_cos(n, d) = c log n over the sweep (shared by three records)."""
+    n = _sweep()
+    return _fit_log(alpha_star_cosine(n, d), np.log(n))
+
+
 @_register
 def cosine_fit_c(rec: dict) -> list[float]:
-    n = _sweep()
-    return [_fit_log(alpha_star_cosine(n, float(d)), np.log(n)) for d in rec["inputs"]["d"]]
+    return [_cosine_c(float(d)) for d in rec["inputs"]["d"]]
 
 
 @_register

@@ -66,9 +66,7 @@ def mean_field_entropy_normal(alpha: ArrayLike, n: ArrayLike) -> NDArray[np.floa
     ``log Z ~ log n + alpha^2/2`` and ``E_p[s] ~ alpha``, so ``H ~ log n - alpha^2/2``.
     Valid in the high-temperature phase; it reaches 0 at ``alpha = sqrt(2 log n)``."""
     a = v.positive(alpha, "alpha")
-    m = v.finite(n, "n")
-    if (m <= 1).any():
-        raise ValueError(f"n must be > 1, got {v._show(m[m <= 1][0])}")
+    m = v.lengths(n)
     out = np.log(m) - 0.5 * a * a
     return out if out.ndim else float(out)
 
@@ -79,9 +77,7 @@ def mean_field_entropy_cosine(alpha: ArrayLike, n: ArrayLike, d: ArrayLike) -> N
     moment generating function (:mod:`attnscale.scores`)."""
     from .scores import dlog_mgf_cosine, log_mgf_cosine
 
-    m = v.finite(n, "n")
-    if (m <= 1).any():
-        raise ValueError(f"n must be > 1, got {v._show(m[m <= 1][0])}")
+    m = v.lengths(n)
     a = v.positive(alpha, "alpha")
     out = np.log(m) + log_mgf_cosine(a, d) - a * dlog_mgf_cosine(a, d)
     out = np.asarray(out, dtype=float)

@@ -113,8 +113,6 @@ def rem_collision(alpha: ArrayLike, n: ArrayLike) -> NDArray[np.float64] | float
     ``1 - alpha_c / alpha`` below it (Poisson-Dirichlet weights with
     ``m = alpha_c / alpha``)."""
     a = v.positive(alpha, "alpha")
-    m = v.finite(n, "n")
-    if (m <= 1).any():
-        raise ValueError(f"n must be > 1, got {v._show(m[m <= 1][0])}")
+    m = v.lengths(n)
     out = np.clip(1.0 - np.sqrt(2.0 * np.log(m)) / a, 0.0, None)
     return out if out.ndim else float(out)

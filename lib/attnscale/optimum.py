@@ -13,7 +13,11 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from scipy.special import gammaln
+
 from . import _validate as v
+from .scores import _dims
+from .special import _log_hyp0f1, _log_ive, _ratio_and_complement
 
 __all__ = [
     "collision_normal",
@@ -27,15 +31,6 @@ __all__ = [
 ]
 
 
-def _lengths(n: ArrayLike, name: str = "n") -> NDArray[np.float64]:
-    """Sequence lengths: finite reals > 1 (a softmax over one key has no gradient)."""
-    arr = v.finite(n, name)
-    bad = ~(arr > 1)
-    if bad.any():
-        raise ValueError(f"{name} must be > 1 (a softmax over n <= 1 keys has no gradient), got {v._show(arr[bad][0])}")
-    return arr
-
-
 def _out(x: NDArray[np.float64]) -> NDArray[np.float64] | float:
     return x if x.ndim else float(x)
 
@@ -47,7 +42,7 @@ def collision_normal(alpha: ArrayLike, n: ArrayLike) -> NDArray[np.float64] | fl
     sum) once ``alpha^2 > log n``, which marks where the approximation fails.
     """
     a = v.positive(alpha, "alpha")
-    m = _lengths(n)
+    m = v.lengths(n)
     with np.errstate(over="ignore"):
         return _out(np.exp(a * a - np.log(m)))
 
@@ -60,7 +55,7 @@ def objective_normal(alpha: ArrayLike, n: ArrayLike) -> NDArray[np.float64] | fl
     ``-inf`` as ``alpha`` grows.
     """
     a = v.positive(alpha, "alpha")
-    m = _lengths(n)
+    m = v.lengths(n)
     with np.errstate(over="ignore"):
         return _out(a * -np.expm1(a * a - np.log(m)))
 
@@ -83,7 +78,7 @@ def alpha_star_normal(n: ArrayLike) -> NDArray[np.float64] | float:
     followed by polishing, and free of the cancellation in ``W0 - 1/2`` near
     ``n = 1``.
     """
-    m = _lengths(n)
+    m = v.lengths(n)
     log_n = np.log(m)
     x = log_n.copy()
     for _ in range(6):
@@ -106,7 +101,7 @@ def alpha_star_normal_asymptotic(n: ArrayLike, terms: int = 2) -> NDArray[np.flo
     """
     if terms not in (1, 2, 3):
         raise ValueError(f"terms must be 1, 2 or 3, got {terms!r}")
-    m = _lengths(n)
+    m = v.lengths(n)
     L = np.log(m)
     if terms == 1:
         return _out(np.sqrt(L))
@@ -132,10 +127,6 @@ def n_for_alpha_normal(alpha: ArrayLike) -> NDArray[np.float64] | float:
 def _cosine_terms(alpha: NDArray, d: NDArray) -> tuple[NDArray, NDArray]:
     """``log R(alpha)`` with ``R = M(2 alpha) / M(alpha)^2`` and
     ``alpha d/dalpha log R``, for flat arrays, free of cancellation."""
-    from scipy.special import gammaln
-
-    from .special import _log_hyp0f1, _log_ive, _ratio_and_complement
-
     nu = 0.5 * d - 1.0
     two = 2.0 * alpha
     # log M(x) = gammaln(nu+1) + nu log(2/x) + log ive(nu, x) + x; the x terms cancel in log R exactly
@@ -155,9 +146,7 @@ def _cosine_terms(alpha: NDArray, d: NDArray) -> tuple[NDArray, NDArray]:
 
 def _cosine_log_excess(alpha: ArrayLike, n: ArrayLike, d: ArrayLike) -> tuple[NDArray, NDArray]:
     """Validated, broadcast ``alpha`` and ``log(R(alpha) / n)`` for cosine scores."""
-    from .scores import _dims
-
-    a, m, d_ = np.broadcast_arrays(v.positive(alpha, "alpha"), _lengths(n), _dims(d))
+    a, m, d_ = np.broadcast_arrays(v.positive(alpha, "alpha"), v.lengths(n), _dims(d))
     log_r, _ = _cosine_terms(a.ravel().copy(), d_.ravel().copy())
     return a, (log_r - np.log(m.ravel())).reshape(a.shape)
 
@@ -192,9 +181,7 @@ def alpha_star_cosine(n: ArrayLike, d: ArrayLike, *, iterations: int = 60) -> ND
     (:mod:`attnscale.special`), so ``d`` up to thousands and ``alpha`` up to
     ``1e25`` are fine.
     """
-    from .scores import _dims
-
-    m = _lengths(n)
+    m = v.lengths(n)
     d_ = _dims(d)
     iterations = v.integer_at_least(iterations, "iterations", 1)
     m, d_ = np.broadcast_arrays(m, d_)
