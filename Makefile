@@ -2,6 +2,7 @@
 #   make book     build the HTML site (creates .venv on first use)
 #   make test     every test: library, notebooks (nbval), strict site build, browser
 #   make execute  re-execute every chapter in a fresh kernel and store its outputs
+#   make sweep    re-run the training sweep whose stored results Part IV loads
 SHELL := bash
 .SHELLFLAGS := -eo pipefail -c
 .DEFAULT_GOAL := help
@@ -15,16 +16,18 @@ export PYTHONHASHSEED := 0
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 CHAPTERS := $(sort $(wildcard chapters/*.ipynb))
-# Everything the chapters' outputs depend on besides their own code cells.
-LIB_HASH = $(shell { find lib -name '*.py' -print0 | sort -z | xargs -0 cat; cat requirements.txt pyproject.toml; } | sha256sum | cut -c1-16)
+# Everything the chapters' outputs depend on besides their own code cells:
+# the library, the stored training sweep, the pins.
+LIB_HASH = $(shell { find lib chapters/data -name '*.py' -o -name '*.json' | LC_ALL=C sort | xargs cat; cat requirements.txt pyproject.toml; } | sha256sum | cut -c1-16)
 
-.PHONY: help venv book test test-lib test-notebooks test-site test-browser bench execute freeze clean
+.PHONY: help venv book test test-lib test-notebooks test-site test-browser bench sweep execute freeze clean
 
 help:
 	@echo "make book      build the site into _build/html"
 	@echo "make test      run every test (library, notebooks, strict site build, browser)"
 	@echo "make execute   re-execute all chapters and store their outputs"
 	@echo "make bench     run the benchmarks (then make execute to refresh the appendix)"
+	@echo "make sweep     run the Part IV training sweep (about 40 min; then make execute)"
 	@echo "make clean     remove _build"
 
 venv: $(STAMP)
@@ -75,6 +78,12 @@ test-browser: $(STAMP)
 # _build/bench/bench.json and bench/results.json (shown by the appendix page).
 bench: $(STAMP)
 	$(BIN)/python bench/bench.py
+
+# The two optimisers run side by side (one core each, about 40 minutes).
+sweep: $(STAMP)
+	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m attnscale.training --optimizer adam --out chapters/data/training_adam.json & a=$$!; \
+	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m attnscale.training --optimizer sgd --out chapters/data/training_sgd.json & b=$$!; \
+	wait $$a; ra=$$?; wait $$b; rb=$$?; exit $$((ra | rb))
 
 execute: $(STAMP)
 	$(BIN)/python -m attnscale.notebooks $(CHAPTERS)

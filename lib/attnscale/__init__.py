@@ -9,14 +9,16 @@ Modules are named after the mathematics they hold:
 - :mod:`attnscale.optimum`: the mean-field gradient-maximising scale (normal and cosine scores);
 - :mod:`attnscale.scores`: score distributions (cosine density, sampler, moment generating functions);
 - :mod:`attnscale.special`: modified Bessel functions in the log domain;
-- :mod:`attnscale.training`: a small NumPy attention model with exact gradients (groundwork for Part IV);
+- :mod:`attnscale.training`: a one-layer NumPy attention model with exact gradients, and the
+  Part IV training sweep (``python -m attnscale.training``; imported on demand);
 - :mod:`attnscale.symbolic`: the general-n softmax in SymPy, display helpers;
 - :mod:`attnscale.checks`: the assertion helpers every chapter uses;
 - :mod:`attnscale.claims`: the recomputations behind the claims register;
 - :mod:`attnscale.plotting`: the house figure style.
 """
 
-from . import checks, claims, entropy, montecarlo, optimum, scores, softmax, special, symbolic, training
+# training is left out so that ``python -m attnscale.training`` runs it once, cleanly
+from . import checks, claims, entropy, montecarlo, optimum, scores, softmax, special, symbolic
 
 __version__ = "0.1.0"
-__all__ = ["checks", "claims", "entropy", "montecarlo", "optimum", "scores", "softmax", "special", "symbolic", "training"]
+__all__ = ["checks", "claims", "entropy", "montecarlo", "optimum", "scores", "softmax", "special", "symbolic"]
