@@ -334,6 +334,20 @@ def entropy_identity(rec: dict) -> bool:
     return bool(np.allclose(softmax_entropy(s, 2.0), shannon(softmax(s, 2.0)), rtol=1e-12))
 
 
+# ---- training (Part IV): the notes' learning-rate rule --------------------------------
+
+
+@_register
+def lr_rule_exponent(rec: dict) -> float:
+    """The pooled exponent s of eta_best ~ alpha^s over the dot cells of the
+    stored sweep for one optimiser (chapters/data/training_<optimizer>.json)."""
+    from .training import DATA, load_sweep, lr_exponent
+
+    opt = rec["inputs"]["optimizer"]
+    cells = [c for c in load_sweep(DATA / f"training_{opt}.json")["cells"] if c["kind"] == "dot"]
+    return lr_exponent(cells)[0]
+
+
 # ---------------------------------------------------------------------------------------
 
 
