@@ -164,6 +164,58 @@ def bench_montecarlo() -> dict:
     return {"n": 4096, "rows": 2000, "scales": int(alphas.size), **results}
 
 
+def straightforward_step(params, data, alpha, kind):
+    """The training step as a reader would write it: every key formed, one
+    einsum per product (the first version of attnscale.training)."""
+    from attnscale.softmax import softmax, softmax_vjp
+
+    Wq, Wk, K, V, x, t = params["Wq"], params["Wk"], data["K"], data["V"], data["x"], data["target"]
+    seeds, batch, n, d = K.shape
+    c = V.shape[-1]
+    a = np.asarray(alpha, dtype=float)[:, None]
+    q = np.einsum("smij,sbj->smbi", Wq, x)
+    k = np.einsum("smij,sbnj->smbni", Wk, K)
+    if kind == "dot":
+        s = np.einsum("smbi,smbni->smbn", q, k) / np.sqrt(d)
+    else:
+        qn, kn = np.linalg.norm(q, axis=-1, keepdims=True), np.linalg.norm(k, axis=-1, keepdims=True)
+        qh, kh = q / qn, k / kn
+        s = np.einsum("smbi,smbni->smbn", qh, kh)
+    p = softmax(s, a[..., None])
+    diff = np.einsum("smbn,sbnc->smbc", p, V) - t[:, None]
+    g_s = softmax_vjp(p, np.einsum("smbc,sbnc->smbn", 2 * diff / (batch * c), V), a)
+    if kind == "dot":
+        g_q = np.einsum("smbn,smbni->smbi", g_s, k) / np.sqrt(d)
+        g_k = g_s[..., None] * q[:, :, :, None, :] / np.sqrt(d)
+    else:
+        g_qh = np.einsum("smbn,smbni->smbi", g_s, kh)
+        g_q = (g_qh - np.sum(g_qh * qh, axis=-1, keepdims=True) * qh) / qn
+        g_kh = g_s[..., None] * qh[:, :, :, None, :]
+        g_k = (g_kh - np.sum(g_kh * kh, axis=-1, keepdims=True) * kh) / kn
+    return {"Wq": np.einsum("smbi,sbj->smij", g_q, x), "Wk": np.einsum("smbni,sbnj->smij", g_k, K)}
+
+
+def bench_training() -> dict:
+    """One gradient step of the sweep's largest cells (n = 256, d = 64, five
+    seeds, every scale and learning rate of Adam as models)."""
+    from attnscale import training as tr
+
+    out = {}
+    for kind in tr.KINDS:
+        _, alphas = tr.sweep_scales(256, 64, kind)
+        alpha = np.repeat(alphas, len(tr.SWEEP["lrs"]["adam"]))
+        rng = np.random.default_rng(0)
+        params = tr.init_params(rng, 5, alpha.size, 64)
+        params = {key: w + 0.05 * rng.standard_normal(w.shape) for key, w in params.items()}
+        data = tr.sample_batch(rng, 5, 32, 256, 64)
+        lib_s, (_, lib, _) = timed(tr.loss_and_grads, params, data, alpha, kind)
+        ref_s, ref = timed(straightforward_step, params, data, alpha, kind, repeat=1)
+        err = max(float(np.max(np.abs(lib[key] - ref[key])) / np.max(np.abs(ref[key]))) for key in lib)
+        out[kind] = {"models": int(5 * alpha.size), "library_seconds": lib_s, "straightforward_seconds": ref_s,
+                     "speedup": ref_s / lib_s, "max_rel_difference": err}
+    return out
+
+
 def bench_book() -> dict:
     chapters = sorted((ROOT / "chapters").glob("*.ipynb"))
     from attnscale.notebooks import execute_notebook
@@ -231,7 +283,9 @@ def main() -> int:
     out_dir = ROOT / "_build" / "bench"
     out_dir.mkdir(parents=True, exist_ok=True)
     results = {"machine": machine()}
-    for name, fn in (("alpha_star_normal", bench_normal), ("alpha_star_cosine", bench_cosine), ("montecarlo", bench_montecarlo), ("book", bench_book)):
+    # The book run below executes the appendix against the previous bench/results.json,
+    # so a new benchmark must first be added to that file (or the appendix made to wait for it).
+    for name, fn in (("alpha_star_normal", bench_normal), ("alpha_star_cosine", bench_cosine), ("montecarlo", bench_montecarlo), ("training", bench_training), ("book", bench_book)):
         print(f"running {name} ...", flush=True)
         results[name] = fn()
     text = json.dumps(results, indent=2, default=float)
@@ -244,6 +298,9 @@ def main() -> int:
     print(f"alpha_star_cosine: {c['grid_points']} points in {c['grid_seconds']:.2f} s; {c['speedup_vs_naive']:.0f}x a per-point scipy solver; naive failures: {len(c['naive_failures'])}")
     print(f"Monte Carlo n = 4096: library {m['library']['rows_per_second']:.0f} rows/s, {m['library']['peak_mb']:.0f} MB peak; "
           f"straightforward {m['straightforward']['rows_per_second']:.0f} rows/s, {m['straightforward']['peak_mb']:.0f} MB")
+    for kind, r in results["training"].items():
+        print(f"training step, {kind} scores, {r['models']} models at n = 256, d = 64: {r['library_seconds']:.2f} s against "
+              f"{r['straightforward_seconds']:.2f} s straightforward ({r['speedup']:.1f}x), gradients agree to {r['max_rel_difference']:.0e}")
     print(f"book: nbval {b['nbval_seconds']:.0f} s against a {b['kernel_floor_seconds']:.0f} s floor ({b['content_over_floor']:.1f}x); "
           f"cold make book {b['cold_make_book_seconds']:.0f} s, warm {b['warm_make_book_seconds']:.0f} s")
     return 0
