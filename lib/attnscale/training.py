@@ -70,6 +70,12 @@ def _kind(kind: object) -> str:
     return str(kind)
 
 
+def _optimizer(optimizer: object) -> str:
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be 'adam' or 'sgd', got {optimizer!r}")
+    return str(optimizer)
+
+
 def init_params(rng: np.random.Generator, seeds: int, models: int, d: int) -> dict[str, NDArray]:
     """``W_q``, ``W_k`` with entries ``N(0, 1/d)``; one draw per seed, copied to
     every model of that seed. Shape ``(seeds, models, d, d)``."""
@@ -136,28 +142,36 @@ def forward(params: dict, data: dict, alpha: ArrayLike, kind: str = "dot") -> di
     return out
 
 
-def _accuracy(p: NDArray, j: NDArray) -> NDArray:
-    """Per model, the share of rows whose largest weight is on the queried key."""
-    return np.mean(np.argmax(p, axis=-1) == j[..., None], axis=1)
-
-
-def loss_and_grads(params: dict, data: dict, alpha: ArrayLike, kind: str = "dot") -> tuple[NDArray, dict, dict]:
-    """Per-model loss (seeds, models), the gradients of ``W_q`` and ``W_k``, and
-    diagnostics per model: accuracy (the queried key has the largest weight)
+def _diagnostics(p: NDArray, j: NDArray, alpha: NDArray) -> tuple[NDArray, NDArray]:
+    """Per model: the share of rows whose largest weight is on the queried key,
     and the mean over rows of ``(1/2)||J||_1 = alpha (1 - sum p^2)``."""
+    return np.mean(np.argmax(p, axis=-1) == j[..., None], axis=1), np.mean(gradient_l1(p, alpha), axis=1)
+
+
+def _score_gradient(f: dict, data: dict) -> NDArray:
+    """``dL/ds = J g_p`` for the forward pass ``f``, with ``g_p = V g_y``:
+    shape (seeds, batch, models, n)."""
+    K, V = data["K"], data["V"]
+    batch, c = K.shape[1], V.shape[-1]
+    g_p = (2.0 * f["diff"] / (batch * c)) @ V.swapaxes(-1, -2)
+    return softmax_vjp(f["p"], g_p, f["alpha"])
+
+
+def _dot_key_sum(g_s: NDArray, K: NDArray) -> NDArray:
+    """``r = sum_i (dL/ds_i) K_i / sqrt(d)`` for dot scores: (seeds, models, batch, d)."""
+    return ((g_s / math.sqrt(K.shape[-1])) @ K).transpose(0, 2, 1, 3)
+
+
+def _loss_and_grads(params: dict, data: dict, alpha: ArrayLike, kind: str) -> tuple[dict, dict]:
+    """The forward pass and the gradients of ``W_q`` and ``W_k`` (the training step's work)."""
     kind = _kind(kind)
     f = forward(params, data, alpha, kind)
     Wk = params["Wk"]
-    K, V, x = data["K"], data["V"], data["x"]
+    K, x = data["K"], data["x"]
     seeds, batch, n, d = K.shape
-    c = V.shape[-1]
-    p, a = f["p"], f["alpha"]
-    g_y = 2.0 * f["diff"] / (batch * c)
-    g_p = g_y @ V.swapaxes(-1, -2)  # (seeds, batch, models, n)
-    g_s = softmax_vjp(p, g_p, a)
+    g_s = _score_gradient(f, data)
     if kind == "dot":
-        g_raw = g_s / math.sqrt(d)
-        r = (g_raw @ K).transpose(0, 2, 1, 3)  # sum_i g_i K_i: (seeds, models, batch, d)
+        r = _dot_key_sum(g_s, K)
         g_Wk = f["q"].swapaxes(-1, -2) @ r
         g_Wq = Wk @ (r.swapaxes(-1, -2) @ x[:, None])
     else:
@@ -172,8 +186,16 @@ def loss_and_grads(params: dict, data: dict, alpha: ArrayLike, kind: str = "dot"
         g_Wq = g_q.swapaxes(-1, -2) @ x[:, None]
         shrink = (k * (w * f["s"].transpose(0, 1, 3, 2) / kn)[..., None]).reshape(seeds, batch * n, models * d)
         g_Wk = qh.swapaxes(-1, -2) @ r - (shrink.swapaxes(-1, -2) @ K.reshape(seeds, batch * n, d)).reshape(seeds, models, d, d)
-    info = {"accuracy": _accuracy(p, data["j"]), "half_l1": np.mean(gradient_l1(p, a), axis=1)}
-    return f["loss"], {"Wq": g_Wq, "Wk": g_Wk}, info
+    return f, {"Wq": g_Wq, "Wk": g_Wk}
+
+
+def loss_and_grads(params: dict, data: dict, alpha: ArrayLike, kind: str = "dot") -> tuple[NDArray, dict, dict]:
+    """Per-model loss (seeds, models), the gradients of ``W_q`` and ``W_k``, and
+    diagnostics per model: accuracy (the queried key has the largest weight)
+    and the mean over rows of ``(1/2)||J||_1 = alpha (1 - sum p^2)``."""
+    f, grads = _loss_and_grads(params, data, alpha, kind)
+    accuracy, half_l1 = _diagnostics(f["p"], data["j"], f["alpha"])
+    return f["loss"], grads, {"accuracy": accuracy, "half_l1": half_l1}
 
 
 def bilinear_gradient(params: dict, data: dict, alpha: ArrayLike, *, with_weights: bool = False):
@@ -183,12 +205,8 @@ def bilinear_gradient(params: dict, data: dict, alpha: ArrayLike, *, with_weight
     ``dL/dW_k = W_q G`` and ``dL/dW_q = W_k G^T``. With ``with_weights``,
     returns ``(G, p)`` with the attention weights of the forward pass."""
     f = forward(params, data, alpha, "dot")
-    K, V, x = data["K"], data["V"], data["x"]
-    batch, d, c = K.shape[1], K.shape[-1], V.shape[-1]
-    g_p = (2.0 * f["diff"] / (batch * c)) @ V.swapaxes(-1, -2)
-    g_s = softmax_vjp(f["p"], g_p, f["alpha"]) / math.sqrt(d)
-    r = (g_s @ K).transpose(0, 2, 1, 3)  # (seeds, models, batch, d)
-    G = x[:, None].swapaxes(-1, -2) @ r
+    r = _dot_key_sum(_score_gradient(f, data), data["K"])
+    G = data["x"][:, None].swapaxes(-1, -2) @ r
     return (G, f["p"]) if with_weights else G
 
 
@@ -210,8 +228,9 @@ def _evaluate(params: dict, evals: list[dict], alpha: NDArray, kind: str) -> tup
     for chunk in evals:
         f = forward(params, chunk, alpha, kind)
         loss.append(f["loss"])
-        acc.append(_accuracy(f["p"], chunk["j"]))
-        l1.append(np.mean(gradient_l1(f["p"], alpha), axis=1))
+        accuracy, half_l1 = _diagnostics(f["p"], chunk["j"], f["alpha"])
+        acc.append(accuracy)
+        l1.append(half_l1)
     return np.mean(loss, axis=0), np.mean(acc, axis=0), np.mean(l1, axis=0)
 
 
@@ -244,8 +263,7 @@ def train(
     last weights from then on.
     """
     kind = _kind(kind)
-    if optimizer not in OPTIMIZERS:
-        raise ValueError(f"optimizer must be 'adam' or 'sgd', got {optimizer!r}")
+    optimizer = _optimizer(optimizer)
     n = v.integer_at_least(n, "n", 2)
     d = v.integer_at_least(d, "d", 2)
     c = v.integer_at_least(c, "c", 1)
@@ -287,7 +305,7 @@ def train(
     for t in range(1, steps + 1):
         try:
             with np.errstate(over="raise", invalid="raise"):
-                _, grads, _ = loss_and_grads(params, sample_batch(rng, seeds, batch, n, d, c, noise), alpha, kind)
+                _, grads = _loss_and_grads(params, sample_batch(rng, seeds, batch, n, d, c, noise), alpha, kind)
         except FloatingPointError as err:
             raise FloatingPointError(f"training diverged at step {t} ({err}); lower the learning rates {lrs.tolist()}") from None
         new = {}
@@ -413,8 +431,7 @@ def run_config(n: int, d: int, kind: str, optimizer: str = "adam", *, seed: int 
     (any of them overridable) and summarise it: per scale and learning rate,
     the curves; per scale, the best learning rate, steps to the target
     accuracy and the final held-out loss, per seed."""
-    if optimizer not in OPTIMIZERS:
-        raise ValueError(f"optimizer must be 'adam' or 'sgd', got {optimizer!r}")
+    optimizer = _optimizer(optimizer)
     cfg = {**SWEEP, **overrides}
     labels, alphas = sweep_scales(n, d, kind)
     lrs = cfg["lrs"][optimizer] if isinstance(cfg["lrs"], dict) else cfg["lrs"]
