@@ -1,6 +1,7 @@
 # The Scale of Attention: build and test the book.
 #   make book     build the HTML site (creates .venv on first use)
-#   make test     every test: library, notebooks (nbval), strict site build, browser
+#   make test     every test: lint, library, notebooks (nbval), strict site build, browser
+#   make test-portable  the numerics-sensitive tests again under other OpenBLAS kernels
 #   make execute  re-execute every chapter in a fresh kernel and store its outputs
 #   make sweep    re-run the training sweep whose stored results Part IV loads
 SHELL := bash
@@ -20,11 +21,12 @@ CHAPTERS := $(sort $(wildcard chapters/*.ipynb))
 # the library, the stored training sweep, the pins.
 LIB_HASH = $(shell { find lib chapters/data -name '*.py' -o -name '*.json' | LC_ALL=C sort | xargs cat; cat requirements.txt pyproject.toml; } | sha256sum | cut -c1-16)
 
-.PHONY: help venv book test test-lib test-notebooks test-site test-browser bench sweep execute freeze clean
+.PHONY: help venv book test lint test-lib test-notebooks test-site test-browser test-portable bench sweep execute freeze clean
 
 help:
 	@echo "make book      build the site into _build/html"
-	@echo "make test      run every test (library, notebooks, strict site build, browser)"
+	@echo "make test      run every test (lint, library, notebooks, strict site build, browser)"
+	@echo "make test-portable  library tests and notebooks again under other OpenBLAS kernels"
 	@echo "make execute   re-execute all chapters and store their outputs"
 	@echo "make bench     run the benchmarks (then make execute to refresh the appendix)"
 	@echo "make sweep     run the Part IV training sweep (about 40 min; then make execute)"
@@ -55,8 +57,12 @@ book: $(STAMP) lib-fresh
 	$(BIN)/jupyter-book build . --builder html
 	@echo "The book is at $(CURDIR)/_build/html/index.html"
 
-test: test-lib test-notebooks test-site test-browser
+test: lint test-lib test-notebooks test-site test-browser
 	@echo "All tests passed."
+
+# pyflakes rules over lib/, tests/, bench/, _ext/ and the chapters (configured in pyproject.toml)
+lint: $(STAMP)
+	$(BIN)/ruff check .
 
 test-lib: $(STAMP)
 	$(BIN)/python -m pytest tests --ignore=tests/browser
@@ -73,6 +79,18 @@ test-site: $(STAMP) lib-fresh
 # instructions when it is missing, except under CI=true).
 test-browser: $(STAMP)
 	$(BIN)/python -m pytest tests/browser -p no:cacheprovider
+
+# The library tests and every chapter again under OpenBLAS kernels other than
+# this CPU's default (SkylakeX too where the CPU has AVX-512): stored numbers and
+# the book's conclusions must not depend on the kernel (see
+# lib/attnscale/reproducibility.py for the measured spread).
+PORTABLE_KERNELS ?= Prescott Haswell $(shell grep -qm1 avx512f /proc/cpuinfo 2>/dev/null && echo SkylakeX)
+test-portable: $(STAMP)
+	for kernel in $(PORTABLE_KERNELS); do \
+	  echo "== OPENBLAS_CORETYPE=$$kernel"; \
+	  OPENBLAS_CORETYPE=$$kernel $(BIN)/python -m pytest tests --ignore=tests/browser -q -p no:cacheprovider; \
+	  OPENBLAS_CORETYPE=$$kernel $(BIN)/python -m pytest --nbval -q -p no:cacheprovider -n 2 --dist loadfile $(CHAPTERS); \
+	done
 
 # Benchmarks (not part of `make test`): prints a table, writes
 # _build/bench/bench.json and bench/results.json (shown by the appendix page).

@@ -48,6 +48,38 @@ def test_chapter_was_executed_top_to_bottom_and_asserts(path):
     assert "checks." in source, "a chapter must assert what it prints"
 
 
+FIGURE_AS_TEXT = re.compile(r"Figure\(\d+x\d+\)|<Figure size|<matplotlib\.figure\.Figure")
+
+
+def figure_problems(nb: dict) -> list[str]:
+    """Cells that make a figure but store no image, and outputs that show a figure as text."""
+    problems = []
+    for index, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] != "code":
+            continue
+        source = "".join(cell["source"])
+        images = [o for o in cell["outputs"] if "image/png" in o.get("data", {})]
+        if re.search(r"(?<![\w.])(figure|show_figure)\(", source) and not images:
+            problems.append(f"cell {index} makes a figure but stores no image/png output")
+        for out in cell["outputs"]:
+            texts = [out.get("text", "")] + [out.get("data", {}).get(kind, "") for kind in ("text/plain", "text/latex", "text/markdown", "text/html")]
+            if any(FIGURE_AS_TEXT.search("".join(t)) for t in texts):
+                problems.append(f"cell {index} shows a figure as text instead of an image")
+    return problems
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_every_figure_is_stored_as_an_image(path):
+    assert figure_problems(json.loads(path.read_text())) == []
+
+
+def test_figure_check_catches_a_figure_typeset_as_text():
+    """The clash that once hid chapter 1's figure: a Figure passed to the maths display."""
+    cell = {"cell_type": "code", "source": ["fig, ax = figure()\n", "show(fig)"],
+            "outputs": [{"output_type": "display_data", "data": {"text/latex": "$\\displaystyle Figure(900x380)$", "text/plain": "<IPython.core.display.Math object>"}}]}
+    assert len(figure_problems({"cells": [cell]})) == 2
+
+
 def _copy(path: Path, tmp_path: Path) -> Path:
     target = tmp_path / path.name
     shutil.copy(path, target)

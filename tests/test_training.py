@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from attnscale.reproducibility import compare_cells, stable_runs
 from attnscale.softmax import softmax, softmax_jacobian, softmax_vjp
 from attnscale.training import (
     SWEEP,
@@ -207,8 +208,9 @@ def test_bad_input():
 @pytest.mark.parametrize("optimizer", list(SWEEP["lrs"]))
 def test_stored_sweep_matches_the_code(optimizer):
     """The stored results are those of the current settings and every cell is
-    there; the smallest cell reproduces from its seed (to the six significant
-    digits stored)."""
+    there; the smallest cell reproduces from its seed in everything that
+    survives a change of BLAS kernel (see attnscale.reproducibility for the
+    measured spread behind the tolerances)."""
     path = DATA / f"training_{optimizer}.json"
     raw = json.loads(path.read_text())
     assert raw["settings"] == json.loads(json.dumps(SWEEP))
@@ -217,9 +219,25 @@ def test_stored_sweep_matches_the_code(optimizer):
     cells = {(c["n"], c["d"], c["kind"], c["optimizer"]) for c in sweep["cells"]}
     assert cells == {(n, d, k, optimizer) for n in SWEEP["ns"] for d in SWEEP["ds"] for k in ("dot", "cosine")}
     cell = next(c for c in sweep["cells"] if (c["n"], c["d"], c["kind"]) == (16, 32, "dot"))
-    fresh = run_config(16, 32, "dot", optimizer)
-    assert fresh["labels"] == cell["labels"]
-    np.testing.assert_array_equal(fresh["best_lr"], cell["best_lr"])
-    np.testing.assert_array_equal(fresh["steps_to_target"], cell["steps_to_target"])
-    np.testing.assert_allclose(fresh["final_loss"], cell["final_loss"], rtol=1e-5)
-    np.testing.assert_allclose(fresh["loss_area"], cell["loss_area"], rtol=1e-5)
+    same = compare_cells(run_config(16, 32, "dot", optimizer), cell)
+    assert same.reproduces, same
+    assert same.stable_count >= 8 and same.chaotic_count >= 5
+
+
+def test_compare_cells_notices_a_changed_result():
+    """The comparison is not blind: a stable run moved by 1e-3, or a changed best
+    rate, or a chaotic median moved by half, each break it."""
+    cell = next(c for c in load_sweep(DATA / "training_adam.json")["cells"] if (c["n"], c["d"], c["kind"]) == (16, 32, "dot"))
+    assert compare_cells(cell, cell).reproduces
+    mask = stable_runs(cell)
+    moved = {**cell, "loss_area": np.where(mask[..., None], cell["loss_area"] * (1 + 1e-3), cell["loss_area"])}
+    assert not compare_cells(moved, cell).reproduces
+    assert not compare_cells({**cell, "best_lr": (cell["best_lr"] + 1) % 4}, cell).reproduces
+    wild = {**cell, "loss_area": np.where(mask[..., None], cell["loss_area"], 1.5 * cell["loss_area"])}
+    assert not compare_cells(wild, cell).reproduces
+    with pytest.raises(ValueError, match="same cell"):
+        compare_cells({**cell, "labels": cell["labels"][:-1]}, cell)
+    with pytest.raises(TypeError, match="fresh must be a dict"):
+        compare_cells(None, cell)
+    with pytest.raises(ValueError, match="lacks the entries"):
+        compare_cells({"labels": []}, cell)

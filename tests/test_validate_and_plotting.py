@@ -37,8 +37,9 @@ def test_figure_house_style():
         figure(width=-1)
 
 
-def test_png_and_show():
-    from attnscale.plotting import png, show
+def test_png_and_show_figure():
+    from attnscale.plotting import png, show_figure
+    from attnscale.symbolic import show_math
 
     fig, ax = figure()
     ax.plot([0, 1], [0, 1])
@@ -46,4 +47,9 @@ def test_png_and_show():
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(TypeError, match="fig must be a matplotlib Figure"):
         png("not a figure")
-    show(fig)  # outside a notebook IPython prints the repr; it must not raise
+    show_figure(fig)  # outside a notebook IPython prints the repr; it must not raise
+    with pytest.raises(TypeError, match="fig must be a matplotlib Figure"):
+        show_figure("not a figure")
+    # the two display helpers cannot be confused: a figure is not maths
+    with pytest.raises(TypeError, match="expr is a matplotlib Figure"):
+        show_math(fig)

@@ -1,7 +1,7 @@
 """The house figure style: fixed size, white background, labelled axes, PNG.
 
 Figures are made with ``matplotlib.figure.Figure`` rather than pyplot and
-shown with :func:`show`, which displays the PNG bytes. That makes a chapter's
+shown with :func:`show_figure`, which displays the PNG bytes. That makes a chapter's
 stored outputs the same whatever matplotlib backend the kernel runs under
 (inline in Jupyter, ``Agg`` in CI).
 """
@@ -13,7 +13,7 @@ import io
 import matplotlib
 from matplotlib.figure import Figure
 
-__all__ = ["STYLE", "figure", "png", "show"]
+__all__ = ["STYLE", "figure", "png", "show_figure"]
 
 STYLE = {
     "figure.facecolor": "white",
@@ -57,8 +57,10 @@ def png(fig: Figure) -> bytes:
     return buffer.getvalue()
 
 
-def show(fig: Figure) -> None:
-    """Display the figure in a notebook as one PNG image."""
+def show_figure(fig: Figure) -> None:
+    """Display the figure in a notebook as one PNG image (``image/png``, never text)."""
+    if not isinstance(fig, Figure):
+        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
     from IPython.display import Image, display
 
     display(Image(data=png(fig)))

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-__all__ = ["GeneralSoftmax", "general_softmax", "unify_dummies", "branch", "show"]
+__all__ = ["GeneralSoftmax", "general_softmax", "unify_dummies", "branch", "show_math"]
 
 _KAPPA = sp.Symbol("kappa", integer=True, positive=True)
 
@@ -77,8 +77,10 @@ def branch(expr: sp.Basic, condition: sp.Basic) -> sp.Basic:
     raise ValueError(f"condition {condition} is not one of the pieces' conditions {[c for _, c in expr.args]}")
 
 
-def show(expr: sp.Basic, lhs: str | sp.Basic | None = None) -> None:
+def show_math(expr: sp.Basic, lhs: str | sp.Basic | None = None) -> None:
     """Display ``lhs = expr`` as typeset maths (``text/latex`` output)."""
+    if type(expr).__module__.startswith("matplotlib"):
+        raise TypeError("expr is a matplotlib Figure: show it with attnscale.plotting.show_figure")
     from IPython.display import Math, display
 
     body = sp.latex(expr)
