@@ -65,7 +65,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 test-lib: $(STAMP)
-	$(BIN)/python -m pytest tests --ignore=tests/browser
+	$(BIN)/python -m pytest tests --ignore=tests/browser -n 2
 
 test-notebooks: $(STAMP)
 	$(BIN)/python -m pytest --nbval -p no:cacheprovider $(CHAPTERS)

@@ -86,7 +86,7 @@ def test_a_wrong_verdict_is_caught():
     rec = next(r for r in RECORDS if r["id"] == "tut-softmax-1")
     assert verdict(rec, [0.506, 0.307, 0.187]) == "holds"  # had the source been right
     assert verdict(dict(rec, verdict="holds"), [0.5465, 0.3315, 0.122]) == "wrong"
-    with pytest.raises(KeyError, match="names no known recomputation"):
+    with pytest.raises(ValueError, match="names no known recomputation"):
         from attnscale.claims import recompute
 
         recompute({"id": "x", "recompute": "nope"})

@@ -102,6 +102,40 @@ def integer_at_least(value: object, name: str, minimum: int) -> int:
     return value
 
 
+def real_number(value: object, name: str) -> float:
+    """A finite real Python float (bools, strings, None and complex numbers are rejected)."""
+    if isinstance(value, (bool, str, bytes)) or value is None or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return value
+
+
+def text(value: object, name: str) -> str:
+    """A string argument (a label or a name)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, got {value!r}")
+    return value
+
+
+def generator(value: object, name: str = "rng") -> np.random.Generator:
+    """A NumPy random Generator (``np.random.default_rng(seed)``)."""
+    if not isinstance(value, np.random.Generator):
+        raise TypeError(f"{name} must be a numpy Generator (np.random.default_rng(seed)), got {type(value).__name__}")
+    return value
+
+
+def mapping(value: object, name: str, keys: tuple[str, ...] = ()) -> dict:
+    """A dict holding at least ``keys``."""
+    if not isinstance(value, dict):
+        raise TypeError(f"{name} must be a dict, got {type(value).__name__}")
+    missing = [key for key in keys if key not in value]
+    if missing:
+        raise ValueError(f"{name} lacks the entries {missing}")
+    return value
+
+
 def axis_index(axis: object, ndim: int, name: str = "axis") -> int:
     """A valid axis index for an array of ``ndim`` dimensions."""
     if isinstance(axis, bool) or not isinstance(axis, numbers.Integral):

@@ -11,6 +11,7 @@ import numpy as np
 import sympy as sp
 from numpy.typing import ArrayLike
 
+from . import _validate as v
 from .symbolic import unify_dummies
 
 __all__ = ["identity", "close", "holds", "differs", "fmt"]
@@ -18,7 +19,9 @@ __all__ = ["identity", "close", "holds", "differs", "fmt"]
 
 def fmt(x: float, digits: int = 6) -> str:
     """A number printed with ``digits`` significant digits (stable output)."""
-    x = float(x)
+    x = v.real_number(x, "x") if not isinstance(x, np.ndarray) else v.real_number(float(x), "x")
+    if isinstance(digits, bool) or not isinstance(digits, int) or digits < 1:
+        raise ValueError(f"digits must be an integer >= 1, got {digits!r}")
     if x == 0.0:
         return "0"
     return f"{x:.{digits}g}"
@@ -40,6 +43,7 @@ def identity(lhs: sp.Basic, rhs: sp.Basic, name: str) -> None:
     SymPy's ``simplify`` may fail to prove a true identity, but it never
     proves a false one, so a pass is a proof and a failure is a red flag.
     """
+    v.text(name, "name")
     lhs, rhs = sp.sympify(lhs), sp.sympify(rhs)
     diff = lhs - rhs
     if isinstance(diff, sp.MatrixBase):
@@ -65,36 +69,39 @@ def close(
     the expected value to the digits the tolerance supports (scalars), or the
     count of values that agree (arrays).
     """
+    v.text(name, "name")
+    rtol, atol = v.real_number(rtol, "rtol"), v.real_number(atol, "atol")
     if rtol < 0 or atol < 0:
         raise ValueError(f"rtol and atol must be >= 0, got rtol={rtol}, atol={atol}")
-    v = np.asarray(value, dtype=float)
+    got = np.asarray(value, dtype=float)
     e = np.asarray(expected, dtype=float)
-    if not (np.all(np.isfinite(v)) and np.all(np.isfinite(e))):
-        raise AssertionError(f"{name}: non-finite value or expectation ({v!r} vs {e!r})")
-    v, e = np.broadcast_arrays(v, e)
-    err = np.abs(v - e)
+    if not (np.all(np.isfinite(got)) and np.all(np.isfinite(e))):
+        raise AssertionError(f"{name}: non-finite value or expectation ({got!r} vs {e!r})")
+    got, e = np.broadcast_arrays(got, e)
+    err = np.abs(got - e)
     ok = err <= atol + rtol * np.abs(e)
     tol = f"rtol {rtol:g}" + (f", atol {atol:g}" if atol else "")
     # Only digits the tolerance vouches for are printed, so stored outputs do
     # not change with rounding noise from one machine or BLAS to another.
-    if v.ndim == 0 and e == 0:
+    if got.ndim == 0 and e == 0:
         line = f"{name}: |value| <= {atol:g}"
-    elif v.ndim == 0:
+    elif got.ndim == 0:
         shown = digits if rtol == 0 else max(1, min(digits, int(np.ceil(-np.log10(rtol))) + 1))
-        line = f"{name}: {fmt(v, shown)} vs {fmt(e, shown)} ({tol})"
+        line = f"{name}: {fmt(got, shown)} vs {fmt(e, shown)} ({tol})"
     else:
-        line = f"{name}: all {v.size} values agree ({tol})"
+        line = f"{name}: all {got.size} values agree ({tol})"
     if not ok.all():
         bad = int(np.argmin(ok.ravel()))
         raise AssertionError(
-            f"{name}: {int((~ok).sum())} of {v.size} values outside {tol}; "
-            f"entry {bad} is {v.ravel()[bad]!r}, expected {e.ravel()[bad]!r}"
+            f"{name}: {int((~ok).sum())} of {got.size} values outside {tol}; "
+            f"entry {bad} is {got.ravel()[bad]!r}, expected {e.ravel()[bad]!r}"
         )
     print(line)
 
 
 def holds(condition: bool | np.bool_, name: str, detail: str = "") -> None:
     """Assert a boolean statement; ``detail`` says what was compared."""
+    v.text(name, "name")
     if not bool(condition):
         raise AssertionError(f"'{name}' does not hold" + (f": {detail}" if detail else ""))
     print(f"holds: {name}" + (f" ({detail})" if detail else ""))
@@ -104,13 +111,17 @@ def differs(value: ArrayLike, claimed: ArrayLike, *, name: str, rtol: float, dig
     """Assert that a source's ``claimed`` value is wrong: it is further than
     ``rtol`` (relative) from the recomputed ``value``, for at least one entry.
     Prints both, so the book shows the correction."""
-    v = np.asarray(value, dtype=float)
-    c = np.asarray(claimed, dtype=float)
-    v, c = np.broadcast_arrays(v, c)
-    rel = np.abs(v - c) / np.maximum(np.abs(v), np.finfo(float).tiny)
+    v.text(name, "name")
+    rtol = v.real_number(rtol, "rtol")
+    if rtol < 0:
+        raise ValueError(f"rtol must be >= 0, got {rtol}")
+    got = v.finite(value, "value")
+    c = v.finite(claimed, "claimed")
+    got, c = np.broadcast_arrays(got, c)
+    rel = np.abs(got - c) / np.maximum(np.abs(got), np.finfo(float).tiny)
     if not (rel > rtol).any():
-        raise AssertionError(f"{name}: the claim {c!r} agrees with the recomputed {v!r} within rtol {rtol:g}")
-    if v.ndim == 0:
-        print(f"claim is wrong: {name}: claimed {fmt(c, digits)}, actually {fmt(v, digits)}")
+        raise AssertionError(f"{name}: the claim {c!r} agrees with the recomputed {got!r} within rtol {rtol:g}")
+    if got.ndim == 0:
+        print(f"claim is wrong: {name}: claimed {fmt(c, digits)}, actually {fmt(got, digits)}")
     else:
-        print(f"claim is wrong: {name}: {int((rel > rtol).sum())} of {v.size} values off by more than rtol {rtol:g}")
+        print(f"claim is wrong: {name}: {int((rel > rtol).sum())} of {got.size} values off by more than rtol {rtol:g}")

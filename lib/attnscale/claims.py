@@ -9,10 +9,12 @@ value by :func:`verdict`, or a boolean that says whether a statement holds.
 from __future__ import annotations
 
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
+from . import _validate as v
 from .entropy import mean_field_entropy_cosine
 from .montecarlo import collision_and_gradient
 from .optimum import alpha_star_cosine, alpha_star_normal, n_for_alpha_normal
@@ -21,6 +23,8 @@ from .softmax import gradient_l1, jacobian_max_entry, jacobian_spectral_norm, so
 __all__ = ["RECOMPUTE", "recompute", "verdict", "VERDICTS", "load_register", "evaluate_register", "numbers_of"]
 
 VERDICTS = ("holds", "approximate", "wrong", "not checkable")
+#: the register in this repository
+REGISTER = Path(__file__).resolve().parents[2] / "chapters" / "claims.yml"
 RECOMPUTE: dict[str, Callable[[dict], Any]] = {}
 
 
@@ -352,9 +356,11 @@ def lr_rule_exponent(rec: dict) -> float:
 
 
 def recompute(record: dict) -> Any:
+    """Run the recomputation a record names (its ``recompute`` field)."""
+    record = v.mapping(record, "record", ("id",))
     name = record.get("recompute")
     if name not in RECOMPUTE:
-        raise KeyError(f"record {record.get('id')!r} names no known recomputation: {name!r}")
+        raise ValueError(f"record {record['id']!r} names no known recomputation: {name!r}")
     return RECOMPUTE[name](record)
 
 
@@ -365,11 +371,14 @@ def verdict(record: dict, value: Any) -> str:
     ``claimed_value`` where the claim is stated in words) using the record's
     ``atol`` (absolute slack, for values rounded by the source) plus ``rtol``
     (holds) or ``approx_rtol`` (approximate)."""
+    record = v.mapping(record, "record", ("id",))
+    if "claimed" not in record and "claimed_value" not in record:
+        raise ValueError(f"record {record['id']!r} lacks the entries ['claimed'] to compare with")
     if isinstance(value, (bool, np.bool_)):
         holds = bool(value) != bool(record.get("negate", False))
         return "holds" if holds else "wrong"
-    claimed = np.asarray(record.get("claimed_value", record["claimed"]), dtype=float)
-    got = np.asarray(value, dtype=float)
+    claimed = v.finite(record.get("claimed_value", record.get("claimed")), "record claimed value")
+    got = v.finite(value, "value")
     slack = np.abs(got - claimed) - float(record.get("atol", 0.0))
     rel = np.maximum(slack, 0.0) / np.maximum(np.abs(got), 1e-300)
     if np.all(rel <= float(record.get("rtol", 1e-9))):
@@ -386,7 +395,11 @@ def load_register(path) -> list[dict]:
     """Read the register and check its shape (fields, unique ids, verdict words)."""
     import yaml
 
-    records = yaml.safe_load(open(path, encoding="utf-8"))
+    if not isinstance(path, (str, Path)):
+        raise TypeError(f"path must be a str or Path, got {type(path).__name__}")
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"path: no claims register at {path}")
+    records = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     if not isinstance(records, list):
         raise ValueError(f"{path} must hold a list of records")
     seen = set()
@@ -409,8 +422,11 @@ def load_register(path) -> list[dict]:
 def evaluate_register(records: list[dict]) -> list[dict]:
     """Recompute every checkable record; each result carries the recomputed
     value, the verdict that follows, and whether it agrees with the register."""
+    if not isinstance(records, list):
+        raise TypeError(f"records must be a list of records (dicts), got {type(records).__name__}")
     out = []
     for rec in records:
+        rec = v.mapping(rec, "records entry", ("id", "verdict"))
         row = dict(rec)
         if rec["verdict"] == "not checkable":
             row.update(value=None, computed="not checkable", agrees=True)
@@ -425,6 +441,7 @@ def evaluate_register(records: list[dict]) -> list[dict]:
 def numbers_of(rec: dict) -> set[float]:
     """Every number a record mentions (claimed, claimed_value, inputs, cells),
     rounded to 6 significant digits, for the table-coverage test."""
+    rec = v.mapping(rec, "rec")
     found: set[float] = set()
 
     def walk(x):

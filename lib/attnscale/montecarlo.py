@@ -69,6 +69,7 @@ def row_optimum(scores: ArrayLike, lo: float = 0.05, hi: float = 1e4, iterations
     ``(hi/lo)^(0.618^iterations)`` of the maximiser in ratio.
     """
     z = _shifted_rows(scores)
+    lo, hi = float(v.positive(v.real_number(lo, "lo"), "lo")), float(v.positive(v.real_number(hi, "hi"), "hi"))
     if not (0 < lo < hi):
         raise ValueError(f"need 0 < lo < hi, got lo={lo!r}, hi={hi!r}")
     iterations = v.integer_at_least(iterations, "iterations", 1)

@@ -10,6 +10,8 @@ variance ``1/d``, and moment generating function
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import betaln, gammaln
@@ -51,6 +53,9 @@ def sample_cosines(rng: np.random.Generator, size: int | tuple[int, ...], d: flo
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a numpy Generator, got {type(rng).__name__}")
     d_ = float(_dims(d))
+    shape = (size,) if isinstance(size, numbers.Integral) and not isinstance(size, bool) else size
+    if not (isinstance(shape, tuple) and all(isinstance(k, numbers.Integral) and not isinstance(k, bool) and k >= 0 for k in shape)):
+        raise TypeError(f"size must be an integer >= 0 or a tuple of them, got {size!r}")
     half = 0.5 * (d_ - 1.0)
     return 2.0 * rng.beta(half, half, size=size) - 1.0
 

@@ -47,6 +47,14 @@ def general_softmax() -> GeneralSoftmax:
     return GeneralSoftmax(n, i, j, k, alpha, s, Z)
 
 
+def _expr(value: object, name: str) -> sp.Basic:
+    """``value`` as a SymPy object, or a TypeError naming the argument."""
+    try:
+        return sp.sympify(value, strict=True)
+    except (sp.SympifyError, TypeError, AttributeError):
+        raise TypeError(f"{name} must be a SymPy expression (or a number), got {type(value).__name__}") from None
+
+
 def unify_dummies(expr: sp.Basic) -> sp.Basic:
     """Rename the summation index of every single-index ``Sum`` to one fixed
     symbol, so that ``Sum(f(i), (i, 1, n))`` and ``Sum(f(k), (k, 1, n))`` are
@@ -56,7 +64,7 @@ def unify_dummies(expr: sp.Basic) -> sp.Basic:
         var, *bounds = term.limits[0]
         return sp.Sum(term.function.xreplace({var: _KAPPA}), (_KAPPA, *bounds))
 
-    return sp.sympify(expr).replace(lambda e: isinstance(e, sp.Sum) and len(e.limits) == 1, rename)
+    return _expr(expr, "expr").replace(lambda e: isinstance(e, sp.Sum) and len(e.limits) == 1, rename)
 
 
 def branch(expr: sp.Basic, condition: sp.Basic) -> sp.Basic:
@@ -68,7 +76,7 @@ def branch(expr: sp.Basic, condition: sp.Basic) -> sp.Basic:
     exactly that condition, and returns ``expr`` unchanged if it is not a
     ``Piecewise``.
     """
-    expr = sp.piecewise_fold(sp.sympify(expr))
+    expr = sp.piecewise_fold(_expr(expr, "expr"))
     if not isinstance(expr, sp.Piecewise):
         return expr
     for piece, cond in expr.args:

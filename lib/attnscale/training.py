@@ -79,6 +79,10 @@ def _optimizer(optimizer: object) -> str:
 def init_params(rng: np.random.Generator, seeds: int, models: int, d: int) -> dict[str, NDArray]:
     """``W_q``, ``W_k`` with entries ``N(0, 1/d)``; one draw per seed, copied to
     every model of that seed. Shape ``(seeds, models, d, d)``."""
+    rng = v.generator(rng)
+    seeds = v.integer_at_least(seeds, "seeds", 1)
+    models = v.integer_at_least(models, "models", 1)
+    d = v.integer_at_least(d, "d", 1)
     scale = 1.0 / math.sqrt(d)
     draw = rng.normal(0.0, scale, (2, seeds, 1, d, d))
     return {"Wq": np.repeat(draw[0], models, axis=1), "Wk": np.repeat(draw[1], models, axis=1)}
@@ -87,6 +91,12 @@ def init_params(rng: np.random.Generator, seeds: int, models: int, d: int) -> di
 def sample_batch(rng: np.random.Generator, seeds: int, batch: int, n: int, d: int, c: int = 8, noise: float = 1.0) -> dict[str, NDArray]:
     """One batch per seed: keys ``K`` (seeds, batch, n, d), values ``V``
     (seeds, batch, n, c), the queried index ``j``, query ``x`` and target."""
+    rng = v.generator(rng)
+    seeds, batch = v.integer_at_least(seeds, "seeds", 1), v.integer_at_least(batch, "batch", 1)
+    n, d, c = v.integer_at_least(n, "n", 2), v.integer_at_least(d, "d", 1), v.integer_at_least(c, "c", 1)
+    noise = v.real_number(noise, "noise")
+    if noise < 0:
+        raise ValueError(f"noise must be >= 0, got {noise}")
     K = rng.standard_normal((seeds, batch, n, d))
     V = rng.standard_normal((seeds, batch, n, c))
     j = rng.integers(0, n, size=(seeds, batch))
@@ -98,7 +108,9 @@ def sample_batch(rng: np.random.Generator, seeds: int, batch: int, n: int, d: in
 
 
 def _shapes(params: dict, data: dict, alpha: ArrayLike) -> tuple[int, int, int, int, NDArray]:
-    Wq, Wk, K = params["Wq"], params["Wk"], data["K"]
+    params = v.mapping(params, "params", ("Wq", "Wk"))
+    data = v.mapping(data, "data", ("K", "V", "x", "target", "j"))
+    Wq, Wk, K = np.asarray(params["Wq"]), np.asarray(params["Wk"]), np.asarray(data["K"])
     if Wq.shape != Wk.shape or Wq.ndim != 4 or Wq.shape[-1] != Wq.shape[-2]:
         raise ValueError(f"Wq and Wk must both have shape (seeds, models, d, d), got {Wq.shape} and {Wk.shape}")
     seeds, models, d, _ = Wq.shape
@@ -262,6 +274,7 @@ def train(
     weights left ``[-LIMIT, LIMIT]`` (0 if never); such a model keeps its
     last weights from then on.
     """
+    seed = v.integer_at_least(seed, "seed", 0)
     kind = _kind(kind)
     optimizer = _optimizer(optimizer)
     n = v.integer_at_least(n, "n", 2)
@@ -340,8 +353,9 @@ def train(
 def steps_to_target(step: ArrayLike, accuracy: ArrayLike, target: float) -> NDArray[np.float64]:
     """The first recorded step at which ``accuracy`` (last axis: evaluations)
     reaches ``target``; ``inf`` where it never does."""
-    step = v.as_float_array(step, "step")
-    acc = v.as_float_array(accuracy, "accuracy")
+    step = v.finite(step, "step")
+    acc = v.finite(accuracy, "accuracy")
+    target = v.real_number(target, "target")
     if step.ndim != 1 or acc.shape[-1:] != step.shape:
         raise ValueError(f"accuracy must end in an axis of len(step) = {step.size}, got shape {acc.shape}")
     if not 0 < target <= 1:
@@ -356,7 +370,7 @@ def best_lr_index(loss: ArrayLike) -> NDArray[np.intp]:
     (alphas, lrs, seeds, evals): per scale, the learning rate with the smallest
     mean over seeds and evaluations, i.e. the smallest area under the loss
     curve, which rewards both speed and final level."""
-    loss = v.as_float_array(loss, "loss")
+    loss = v.finite(loss, "loss")
     if loss.ndim < 3:
         raise ValueError(f"loss must have shape (alphas, lrs, seeds, ...), got {loss.shape}")
     return np.argmin(loss.mean(axis=tuple(range(2, loss.ndim))), axis=1)
@@ -367,14 +381,17 @@ def lr_exponent(cells: list[dict]) -> tuple[float, list[float]]:
     of ``log(best lr)`` against ``log(alpha)`` in each cell (as stored by
     :func:`run_config`), and pooled over the cells with each one centred on its
     own means. Returns ``(pooled, per_cell)``."""
+    if not isinstance(cells, list):
+        raise TypeError(f"cells must be a list of stored cells, got {type(cells).__name__}")
     if not cells:
         raise ValueError("cells must hold at least one stored cell")
     xs, ys, per_cell = [], [], []
     for c in cells:
+        c = v.mapping(c, "cells entry", ("alphas", "lrs", "best_lr"))
         x = np.log(np.asarray(c["alphas"], dtype=float))
         y = np.log(np.asarray(c["lrs"], dtype=float)[np.asarray(c["best_lr"], dtype=int)])
         if x.size < 2 or np.ptp(x) == 0:
-            raise ValueError("each cell must hold at least two different alphas")
+            raise ValueError("cells: each cell must hold at least two different alphas")
         x, y = x - x.mean(), y - y.mean()
         per_cell.append(float(x @ y / (x @ x)))
         xs.append(x)
@@ -401,6 +418,7 @@ def sweep_scales(n: int, d: int, kind: str) -> tuple[list[str], list[float]]:
     ArcFace's 64."""
     from .optimum import alpha_star_cosine, alpha_star_normal
 
+    n, d = v.integer_at_least(n, "n", 2), v.integer_at_least(d, "d", 2)
     kind = _kind(kind)
     if kind == "dot":
         star = float(alpha_star_normal(n))
@@ -437,6 +455,7 @@ def run_config(n: int, d: int, kind: str, optimizer: str = "adam", *, seed: int 
     lrs = cfg["lrs"][optimizer] if isinstance(cfg["lrs"], dict) else cfg["lrs"]
     if seed is None:
         seed = 1000 * n + d + (0 if kind == "dot" else 1)
+    seed = v.integer_at_least(seed, "seed", 0)
     out = train(seed, n=n, d=d, kind=kind, alphas=alphas, lrs=lrs, seeds=cfg["seeds"], steps=cfg["steps"], batch=cfg["batch"],
                 noise=cfg["noise"], c=cfg["c"], optimizer=optimizer, eval_every=cfg["eval_every"], eval_size=cfg["eval_size"])
     best = best_lr_index(out["loss"])
@@ -484,6 +503,8 @@ def _arrays(cell: dict) -> dict:
 def load_sweep(path: str | Path) -> dict[str, Any]:
     """Read stored sweep results; arrays come back as NumPy arrays and a
     target never reached as ``inf``."""
+    if not isinstance(path, (str, Path)):
+        raise TypeError(f"path must be a str or Path, got {type(path).__name__}")
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"path: no stored sweep at {path}; run `make sweep` to produce it")

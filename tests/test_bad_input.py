@@ -1,0 +1,201 @@
+"""Bad input everywhere: every public function of attnscale answers NaN, inf,
+out-of-range sizes, wrong types and unknown names with a ValueError or
+TypeError whose message names the argument, never with a silent NaN or an
+unrelated exception.
+
+The table SPECS holds one valid call per public function and, per argument,
+values that must be rejected. test_every_public_function_is_covered fails
+when a module exports a function the table does not know, so a new function
+cannot skip this test.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+
+import numpy as np
+import pytest
+
+MODULES = ["checks", "claims", "entropy", "montecarlo", "optimum", "plotting", "reproducibility", "scores",
+           "softmax", "special", "symbolic", "training"]
+
+NAN, INF = float("nan"), float("inf")
+P = [0.2, 0.3, 0.5]
+#: bad values shared by many arguments
+REAL = [NAN, INF, "x", None, 1 + 2j]
+POSITIVE = REAL + [0.0, -1.0]
+LENGTH = REAL + [1.0, 0.5, -3.0]
+COUNT = [0, -2, 2.5, "3", None, True]
+PROB = [[0.5, 0.6], [-0.1, 1.1], [NAN, 1.0], "p", None, 0.5]
+
+
+def _rng():
+    return np.random.default_rng(0)
+
+
+def _params(seeds=1, models=1, d=4):
+    from attnscale.training import init_params
+
+    return init_params(_rng(), seeds, models, d)
+
+
+def _data(n=3, d=4):
+    from attnscale.training import sample_batch
+
+    return sample_batch(_rng(), 1, 2, n, d)
+
+
+def _cell():
+    from attnscale.training import DATA, load_sweep
+
+    return next(c for c in load_sweep(DATA / "training_adam.json")["cells"] if (c["n"], c["d"], c["kind"]) == (16, 32, "dot"))
+
+
+# name: (valid kwargs (values or zero-argument factories), {argument: [bad values]})
+SPECS: dict[str, tuple[dict, dict]] = {
+    "softmax.logsumexp": ({"s": [1.0, 2.0], "alpha": 1.0, "axis": -1}, {"s": [[NAN, 1.0], [INF, 1.0], "s", None, []], "alpha": POSITIVE, "axis": [5, 1.5, "a"]}),
+    "softmax.log_softmax": ({"s": [1.0, 2.0], "alpha": 1.0}, {"s": [[NAN, 1.0], [INF, 1.0], "s", None], "alpha": POSITIVE, "axis": [5, None]}),
+    "softmax.softmax": ({"s": [1.0, 2.0], "alpha": 1.0}, {"s": [[NAN, 1.0], [INF, 1.0], [-INF, -INF], "s", None, 3.0], "alpha": POSITIVE + [[1.0, 2.0, 3.0]], "axis": [5, None]}),
+    "softmax.softmax_jacobian": ({"p": P, "alpha": 1.0}, {"p": PROB, "alpha": POSITIVE}),
+    "softmax.jacobian_half_l1": ({"J": np.eye(2)}, {"J": [np.ones((2, 3)), [[NAN, 0], [0, 1]], "J", None, 1.0]}),
+    "softmax.gradient_l1": ({"p": P, "alpha": 1.0}, {"p": PROB, "alpha": POSITIVE}),
+    "softmax.jacobian_frobenius": ({"p": P, "alpha": 1.0}, {"p": PROB, "alpha": POSITIVE}),
+    "softmax.jacobian_max_entry": ({"p": P, "alpha": 1.0}, {"p": PROB, "alpha": POSITIVE}),
+    "softmax.jacobian_spectral_norm": ({"p": P, "alpha": 1.0, "iterations": 64}, {"p": PROB, "alpha": POSITIVE, "iterations": COUNT}),
+    "softmax.softmax_vjp": ({"p": P, "g": [1.0, 0.0, -1.0], "alpha": 1.0}, {"p": PROB, "g": [[NAN, 0, 0], [1.0, 2.0], "g", None], "alpha": POSITIVE}),
+    "entropy.collision": ({"p": P}, {"p": PROB}),
+    "entropy.renyi2": ({"p": P}, {"p": PROB}),
+    "entropy.effective_number": ({"p": P}, {"p": PROB}),
+    "entropy.shannon": ({"p": P}, {"p": PROB}),
+    "entropy.softmax_entropy": ({"s": [1.0, 2.0], "alpha": 1.0}, {"s": [[NAN, 1.0], "s", None], "alpha": POSITIVE, "axis": [7]}),
+    "entropy.mean_field_entropy_normal": ({"alpha": 1.0, "n": 64}, {"alpha": POSITIVE, "n": LENGTH}),
+    "entropy.mean_field_entropy_cosine": ({"alpha": 3.0, "n": 64, "d": 32}, {"alpha": POSITIVE, "n": LENGTH, "d": REAL + [1, 0, -4]}),
+    "montecarlo.collision_and_gradient": ({"scores": lambda: _rng().normal(size=(4, 8)), "alphas": [1.0, 2.0]},
+                                          {"scores": [[[NAN, 1.0]], "s", None, [1.0, 2.0]], "alphas": POSITIVE, "chunk": COUNT}),
+    "montecarlo.row_optimum": ({"scores": lambda: _rng().normal(size=(3, 16))},
+                               {"scores": [[[NAN, 1.0]], "s", None], "lo": POSITIVE, "hi": POSITIVE + [0.01], "iterations": COUNT}),
+    "montecarlo.gap_density_at_zero": ({"n": 16}, {"n": COUNT + [1]}),
+    "montecarlo.rem_collision": ({"alpha": 1.0, "n": 64}, {"alpha": POSITIVE, "n": LENGTH}),
+    "optimum.collision_normal": ({"alpha": 1.0, "n": 64}, {"alpha": POSITIVE, "n": LENGTH}),
+    "optimum.objective_normal": ({"alpha": 1.0, "n": 64}, {"alpha": POSITIVE, "n": LENGTH}),
+    "optimum.alpha_star_normal": ({"n": 64}, {"n": LENGTH}),
+    "optimum.alpha_star_normal_asymptotic": ({"n": 64, "terms": 2}, {"n": LENGTH, "terms": [0, 4, "2", None]}),
+    "optimum.n_for_alpha_normal": ({"alpha": 1.0}, {"alpha": POSITIVE}),
+    "optimum.collision_cosine": ({"alpha": 3.0, "n": 64, "d": 32}, {"alpha": POSITIVE, "n": LENGTH, "d": REAL + [1, 0]}),
+    "optimum.objective_cosine": ({"alpha": 3.0, "n": 64, "d": 32}, {"alpha": POSITIVE, "n": LENGTH, "d": REAL + [1, 0]}),
+    "optimum.alpha_star_cosine": ({"n": 64, "d": 32}, {"n": LENGTH, "d": REAL + [1, 0], "iterations": COUNT}),
+    "scores.cosine_logpdf": ({"s": 0.1, "d": 32}, {"s": REAL + [1.5, -2.0], "d": REAL + [1, 0]}),
+    "scores.sample_cosines": ({"rng": _rng, "size": 5, "d": 32}, {"rng": [None, 3, "rng"], "size": [-1, "5", None, 2.5], "d": REAL + [1, 0]}),
+    "scores.log_mgf_cosine": ({"alpha": 3.0, "d": 32}, {"alpha": REAL + [-1.0], "d": REAL + [1, 0]}),
+    "scores.dlog_mgf_cosine": ({"alpha": 3.0, "d": 32}, {"alpha": REAL + [-1.0], "d": REAL + [1, 0]}),
+    "scores.log_mgf_normal": ({"alpha": 1.0}, {"alpha": REAL}),
+    "special.log_besseli": ({"nu": 1.5, "x": 2.0}, {"nu": REAL + [-1.0], "x": REAL + [-1.0]}),
+    "special.log_besseli_scaled": ({"nu": 1.5, "x": 2.0}, {"nu": REAL + [-1.0], "x": REAL + [-1.0]}),
+    "special.bessel_ratio": ({"nu": 1.5, "x": 2.0}, {"nu": REAL + [-1.0], "x": REAL + [-1.0]}),
+    "special.bessel_ratio_complement": ({"nu": 1.5, "x": 2.0}, {"nu": REAL + [-1.0], "x": REAL + [-1.0]}),
+    "symbolic.unify_dummies": ({"expr": lambda: __import__("sympy").Symbol("x")}, {"expr": [object(), print]}),
+    "symbolic.branch": ({"expr": lambda: __import__("sympy").Symbol("x"), "condition": True}, {"expr": [object()]}),
+    "checks.close": ({"value": 1.0, "expected": 1.0, "name": "c", "rtol": 1e-12}, {"rtol": [-1.0, NAN, "r"], "atol": [-1.0, NAN], "name": [None, 3]}),
+    "checks.holds": ({"condition": True, "name": "h"}, {"name": [None, 3]}),
+    "checks.differs": ({"value": 1.0, "claimed": 2.0, "name": "d", "rtol": 1e-3}, {"rtol": [-1.0, NAN, "r"], "value": [NAN, "v"], "claimed": [NAN, "c"]}),
+    "checks.identity": ({"lhs": 1, "rhs": 1, "name": "i"}, {"name": [None, 3]}),
+    "checks.fmt": ({"x": 1.0}, {"x": ["x", None], "digits": [0, -1, "3"]}),
+    "claims.recompute": ({"record": {"id": "r", "recompute": "jacobian_rank"}}, {"record": [NAN, None, "r", {"id": "r", "recompute": "no_such_function"}, {"id": "r"}]}),
+    "claims.verdict": ({"record": {"id": "r", "claimed": 1.0}, "value": 1.0}, {"record": [NAN, None, {"id": "r"}], "value": [NAN, INF, "v", None]}),
+    "claims.load_register": ({"path": lambda: __import__("attnscale.claims").claims.REGISTER}, {"path": [None, 3.0, "/no/such/register.yml"]}),
+    "claims.evaluate_register": ({"records": []}, {"records": [None, NAN, [NAN], [{"id": "x"}]]}),
+    "claims.numbers_of": ({"rec": {"id": "r", "claimed": 1.0}}, {"rec": [None, NAN]}),
+    "plotting.figure": ({"ncols": 1, "nrows": 1}, {"ncols": COUNT, "nrows": COUNT, "width": POSITIVE + [100.0], "height": POSITIVE + [100.0]}),
+    "plotting.png": ({"fig": lambda: __import__("attnscale.plotting").plotting.figure()[0]}, {"fig": [None, "fig", 3]}),
+    "reproducibility.stable_runs": ({"cell": _cell}, {"cell": [None, NAN, {"labels": []}]}),
+    "reproducibility.compare_cells": ({"fresh": _cell, "stored": _cell}, {"fresh": [None, NAN, {"labels": []}], "stored": [None, {"labels": []}]}),
+    "training.init_params": ({"rng": _rng, "seeds": 1, "models": 1, "d": 4}, {"rng": [None, 3], "seeds": COUNT, "models": COUNT, "d": COUNT}),
+    "training.sample_batch": ({"rng": _rng, "seeds": 1, "batch": 2, "n": 3, "d": 4}, {"rng": [None, 3], "seeds": COUNT, "batch": COUNT, "n": COUNT + [1], "d": COUNT, "c": COUNT, "noise": REAL + [-1.0]}),
+    "training.forward": ({"params": _params, "data": _data, "alpha": 1.0, "kind": "dot"}, {"params": [None, NAN, {}], "data": [None, NAN, {}], "alpha": POSITIVE, "kind": ["bilinear", None]}),
+    "training.loss_and_grads": ({"params": _params, "data": _data, "alpha": 1.0, "kind": "dot"}, {"params": [None, {}], "data": [None, {}], "alpha": POSITIVE, "kind": ["bilinear", None]}),
+    "training.bilinear_gradient": ({"params": _params, "data": _data, "alpha": 1.0}, {"params": [None, {}], "data": [None, {}], "alpha": POSITIVE}),
+    "training.identity_alignment": ({"G": np.eye(3)}, {"G": [np.zeros((3, 3)), np.ones((2, 3)), [[NAN]], "G", None]}),
+    "training.train": ({"seed": 0, "n": 4, "d": 4, "kind": "dot", "alphas": [1.0], "lrs": [1e-2], "seeds": 1, "steps": 1, "eval_size": 4},
+                       {"seed": [NAN, "s", None, -1], "n": COUNT + [1], "d": COUNT, "kind": ["bilinear"], "alphas": POSITIVE + [[]], "lrs": POSITIVE + [[]],
+                        "seeds": COUNT, "steps": COUNT, "batch": COUNT, "noise": REAL + [-1.0], "c": COUNT, "optimizer": ["lion", None], "eval_every": COUNT, "eval_size": COUNT}),
+    "training.steps_to_target": ({"step": [0, 10], "accuracy": [0.5, 0.9], "target": 0.8}, {"step": [[0, 10, 20], "s", None, [NAN, 1]], "accuracy": [[0.5], "a", None, [NAN, 0.9]], "target": [0.0, 1.5, NAN, "t", None]}),
+    "training.sweep_scales": ({"n": 16, "d": 32, "kind": "dot"}, {"n": COUNT + [1], "d": COUNT, "kind": ["bilinear", None]}),
+    "training.run_config": ({"n": 16, "d": 32, "kind": "dot", "optimizer": "adam", "steps": 1, "seeds": 1, "eval_every": 1, "eval_size": 4},
+                            {"n": COUNT + [1], "d": COUNT, "kind": ["bilinear", None], "optimizer": ["lion", None], "seed": [NAN, "s", -1]}),
+    "training.best_lr_index": ({"loss": np.ones((2, 3, 2))}, {"loss": [np.ones((2, 3)), "l", None, np.full((2, 3, 2), NAN)]}),
+    "training.lr_exponent": ({"cells": [{"alphas": [1.0, 2.0], "lrs": [0.1, 1.0], "best_lr": [0, 1]}]},
+                             {"cells": [[], None, NAN, [{"alphas": [1.0], "lrs": [0.1], "best_lr": [0]}], [{}]]}),
+    "training.load_sweep": ({"path": lambda: __import__("attnscale.training").training.DATA / "training_adam.json"}, {"path": [None, 3.0, "/no/such/sweep.json"]}),
+}
+
+#: display helpers and plain data classes, exercised elsewhere
+EXEMPT = {"symbolic.GeneralSoftmax", "symbolic.general_softmax", "symbolic.show_math", "plotting.show_figure", "reproducibility.Comparison"}
+
+
+def _public() -> set[str]:
+    names = set()
+    for mod in MODULES:
+        module = importlib.import_module(f"attnscale.{mod}")
+        names |= {f"{mod}.{name}" for name in module.__all__ if callable(getattr(module, name))}
+    return names
+
+
+def test_every_public_function_is_covered():
+    missing = _public() - set(SPECS) - EXEMPT
+    assert not missing, f"add these public functions to SPECS in {__file__}: {sorted(missing)}"
+    assert not (set(SPECS) - _public()), "SPECS names functions that are no longer public"
+
+
+def _resolve(value):
+    return value() if callable(value) and not isinstance(value, type) and getattr(value, "__name__", "") in ("<lambda>", "_rng", "_params", "_data", "_cell") else value
+
+
+def _function(name: str):
+    mod, fn = name.split(".")
+    return getattr(importlib.import_module(f"attnscale.{mod}"), fn)
+
+
+CASES = [(name, arg, bad) for name, (_, bads) in SPECS.items() for arg, values in bads.items() for bad in values]
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_valid_call_works(name):
+    valid, _ = SPECS[name]
+    _function(name)(**{k: _resolve(v) for k, v in valid.items()})
+
+
+def _label(bad) -> str:
+    text = type(bad).__name__ if type(bad) is object else repr(bad)
+    return text if len(text) < 30 else text[:27] + "..."
+
+
+@pytest.mark.parametrize(("name", "arg", "bad"), CASES, ids=[f"{n}-{a}-{_label(b)}" for n, a, b in CASES])
+def test_bad_argument_is_rejected_by_name(name, arg, bad):
+    valid, _ = SPECS[name]
+    kwargs = {k: _resolve(v) for k, v in valid.items()}
+    kwargs[arg] = bad
+    try:
+        result = _function(name)(**kwargs)
+    except (ValueError, TypeError, FileNotFoundError) as err:
+        assert arg in str(err), f"{name}({arg}={bad!r}) raised {type(err).__name__} without naming {arg!r}: {err}"
+    except Exception as err:  # noqa: BLE001 - the point is to catch the wrong kind
+        pytest.fail(f"{name}({arg}={bad!r}) raised {type(err).__name__}, not ValueError/TypeError: {err}")
+    else:
+        pytest.fail(f"{name}({arg}={bad!r}) returned {result!r:.80} instead of raising")
+
+
+def test_nothing_returns_a_silent_nan_at_the_edges_of_the_valid_range():
+    """Valid but extreme arguments give finite answers (or an error), never NaN."""
+    from attnscale import entropy, optimum, softmax
+
+    values = [
+        softmax.softmax([0.0, 1e308, -1e308], 1e3),
+        softmax.gradient_l1(softmax.softmax([0.0, 800.0], 1.0), 1.0),
+        optimum.alpha_star_normal([1 + 1e-15, 1e308]),
+        optimum.alpha_star_cosine(1e12, 4096),
+        entropy.mean_field_entropy_normal(30.0, 2.0),
+    ]
+    for value in values:
+        assert not np.isnan(np.asarray(value, dtype=float)).any()
+    assert math.isfinite(float(optimum.alpha_star_normal(2.0)))
