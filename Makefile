@@ -17,9 +17,12 @@ export PYTHONHASHSEED := 0
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 CHAPTERS := $(sort $(wildcard chapters/*.ipynb))
-# Everything the chapters' outputs depend on besides their own code cells:
-# the library, the stored training sweep, the pins.
-LIB_HASH = $(shell { find lib chapters/data -name '*.py' -o -name '*.json' | LC_ALL=C sort | xargs cat; cat requirements.txt pyproject.toml; } | sha256sum | cut -c1-16)
+# Everything the chapters' outputs and the site depend on besides the notebooks'
+# code cells (which Jupyter Book's cache keys on itself): the library, the
+# stored sweep, the claims register, the benchmark results the appendix shows,
+# the local Sphinx extension, the book's configuration and the pins.
+CACHE_INPUTS := lib chapters/data chapters/claims.yml bench/results.json _ext _config.yml _toc.yml references.bib requirements.txt pyproject.toml
+LIB_HASH = $(shell find $(CACHE_INPUTS) -type f ! -name '*.pyc' ! -path '*/__pycache__/*' ! -path '*.egg-info/*' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
 
 .PHONY: help venv book test lint test-lib test-notebooks test-site test-browser test-portable bench sweep execute freeze clean
 
@@ -48,7 +51,7 @@ $(STAMP): requirements.txt pyproject.toml
 lib-fresh:
 	@mkdir -p _build
 	@if [[ "$$(cat _build/.lib-hash 2>/dev/null)" != "$(LIB_HASH)" ]]; then \
-	  echo "lib/ or the pins changed: discarding cached chapter outputs"; \
+	  echo "an input of the chapters changed (lib/, data, register, config or pins): discarding cached chapter outputs"; \
 	  rm -rf _build/.jupyter_cache _build/jupyter_execute _build/.doctrees _build/html; \
 	  echo "$(LIB_HASH)" > _build/.lib-hash; \
 	fi
@@ -68,7 +71,7 @@ test-lib: $(STAMP)
 	$(BIN)/python -m pytest tests --ignore=tests/browser -n 2
 
 test-notebooks: $(STAMP)
-	$(BIN)/python -m pytest --nbval -p no:cacheprovider $(CHAPTERS)
+	$(BIN)/python -m pytest --nbval -p no:cacheprovider -n 2 --dist loadfile $(CHAPTERS)
 
 # Warnings are errors (-W), references are checked (-n), the whole site is
 # rebuilt (--all) so no warning hides in an unchanged page.
@@ -88,7 +91,7 @@ PORTABLE_KERNELS ?= Prescott Haswell $(shell grep -qm1 avx512f /proc/cpuinfo 2>/
 test-portable: $(STAMP)
 	for kernel in $(PORTABLE_KERNELS); do \
 	  echo "== OPENBLAS_CORETYPE=$$kernel"; \
-	  OPENBLAS_CORETYPE=$$kernel $(BIN)/python -m pytest tests --ignore=tests/browser -q -p no:cacheprovider; \
+	  OPENBLAS_CORETYPE=$$kernel $(BIN)/python -m pytest tests --ignore=tests/browser -q -p no:cacheprovider -n 2; \
 	  OPENBLAS_CORETYPE=$$kernel $(BIN)/python -m pytest --nbval -q -p no:cacheprovider -n 2 --dist loadfile $(CHAPTERS); \
 	done
 

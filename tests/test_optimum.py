@@ -14,7 +14,13 @@ from attnscale.optimum import (
     objective_normal,
 )
 
-mp.mp.dps = 50
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _fifty_digits():
+    """The mpmath references of this module at 50 digits; the global precision is restored afterwards."""
+    with mp.workdps(50):
+        yield
 ULP = 2.0**-53
 
 
@@ -100,3 +106,11 @@ def test_bad_input(call, exc, words):
     with pytest.raises(exc, match=None) as info:
         call()
     assert words in str(info.value)
+
+
+def test_alpha_star_normal_raises_rather_than_return_an_unconverged_value(monkeypatch):
+    import attnscale.optimum as optimum
+
+    monkeypatch.setattr(optimum, "NEWTON_STEPS", 1)
+    with pytest.raises(ArithmeticError, match="did not converge"):
+        optimum.alpha_star_normal(1e6)

@@ -16,7 +16,13 @@ from attnscale.softmax import (
     softmax_jacobian,
 )
 
-mp.mp.dps = 50
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _fifty_digits():
+    """The mpmath references of this module at 50 digits; the global precision is restored afterwards."""
+    with mp.workdps(50):
+        yield
 
 
 def mp_softmax(s, alpha):
