@@ -17,12 +17,6 @@ export PYTHONHASHSEED := 0
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 CHAPTERS := $(sort $(wildcard chapters/*.ipynb))
-# Everything the chapters' outputs and the site depend on besides the notebooks'
-# code cells (which Jupyter Book's cache keys on itself): the library, the
-# stored sweep, the claims register, the benchmark results the appendix shows,
-# the local Sphinx extension, the book's configuration and the pins.
-CACHE_INPUTS := lib chapters/data chapters/claims.yml bench/results.json _ext _config.yml _toc.yml references.bib requirements.txt pyproject.toml
-LIB_HASH = $(shell find $(CACHE_INPUTS) -type f ! -name '*.pyc' ! -path '*/__pycache__/*' ! -path '*.egg-info/*' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
 
 .PHONY: help venv book test lint test-lib test-notebooks test-site test-browser test-portable bench sweep execute freeze clean
 
@@ -45,18 +39,9 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $@
 
-# Drop every executed output and Sphinx environment when the library changed,
-# so the next build re-executes the chapters against the current lib/.
-.PHONY: lib-fresh
-lib-fresh:
-	@mkdir -p _build
-	@if [[ "$$(cat _build/.lib-hash 2>/dev/null)" != "$(LIB_HASH)" ]]; then \
-	  echo "an input of the chapters changed (lib/, data, register, config or pins): discarding cached chapter outputs"; \
-	  rm -rf _build/.jupyter_cache _build/jupyter_execute _build/.doctrees _build/html; \
-	  echo "$(LIB_HASH)" > _build/.lib-hash; \
-	fi
-
-book: $(STAMP) lib-fresh
+# The site renders the chapters' stored outputs (make execute makes them, make
+# test checks them with nbval); nothing is executed here.
+book: $(STAMP)
 	$(BIN)/jupyter-book build . --builder html
 	@echo "The book is at $(CURDIR)/_build/html/index.html"
 
@@ -75,7 +60,7 @@ test-notebooks: $(STAMP)
 
 # Warnings are errors (-W), references are checked (-n), the whole site is
 # rebuilt (--all) so no warning hides in an unchanged page.
-test-site: $(STAMP) lib-fresh
+test-site: $(STAMP)
 	$(BIN)/jupyter-book build . --all --builder html -W -n --keep-going
 
 # The built site in headless Chromium (Debian's chromium; skipped with

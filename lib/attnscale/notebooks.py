@@ -13,6 +13,8 @@ same file and ``nbval`` can compare stored outputs with fresh ones.
 from __future__ import annotations
 
 import argparse
+import datetime
+import json
 import sys
 import time
 from pathlib import Path
@@ -89,8 +91,22 @@ def main(argv: list[str] | None = None) -> int:
     for path in args.notebooks:
         start = time.perf_counter()
         execute_notebook(path, timeout=args.timeout)
-        print(f"executed {path} in {time.perf_counter() - start:.1f} s")
+        seconds = time.perf_counter() - start
+        record_run_time(path, seconds)
+        print(f"executed {path} in {seconds:.1f} s")
     return 0
+
+
+def record_run_time(path: str | Path, seconds: float) -> Path:
+    """Note a chapter's run time and today's date in ``data/execution.json``
+    beside it (what the book's execution-status page shows)."""
+    path = Path(path)
+    record = path.parent / "data" / "execution.json"
+    runs = json.loads(record.read_text()) if record.is_file() else {}
+    runs[path.stem] = {"seconds": round(float(seconds), 1), "executed": datetime.date.today().isoformat()}
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(json.dumps(dict(sorted(runs.items())), indent=1) + "\n")
+    return record
 
 
 if __name__ == "__main__":

@@ -79,7 +79,7 @@ def alpha_star_normal(n: ArrayLike) -> NDArray[np.float64] | float:
     climbs to it quadratically. The iteration stops when every step is below
     4 ulp of ``x`` (at most about six steps for ``n`` up to 1e308; near
     ``n = 1``, where ``x`` is tiny, a few more) and raises ``ArithmeticError`` if
-    :data:`NEWTON_STEPS` steps do not get there, so it never returns an
+    ``NEWTON_STEPS`` (50) steps do not get there, so it never returns an
     unconverged value. The unit tests hold the result to 4 ulp against a
     50-digit reference. That is four times faster than
     ``scipy.special.lambertw`` followed by polishing, and free of the

@@ -52,6 +52,17 @@ def base_url():
         yield url
 
 
+PLACEHOLDERS = ("scale-of-attention/scale-of-attention", "executablebooks/jupyter-book", "mybinder.org/v2/gh/executablebooks")
+
+
+def test_no_placeholder_repository_address_on_the_site():
+    """No button or link may point at a repository that is not the book's."""
+    if not (SITE / "index.html").is_file():
+        pytest.fail("the site is not built: run `make book` (or `make test`, which builds it first)")
+    found = {(page.name, p) for page in SITE.rglob("*.html") for p in PLACEHOLDERS if p in page.read_text(encoding="utf-8")}
+    assert not found, f"placeholder addresses on the site: {sorted(found)[:5]}"
+
+
 @pytest.mark.parametrize("page_file", toc_pages(), ids=lambda p: p.stem)
 def test_page_loads_cleanly(browser, base_url, page_file):
     assert page_file.is_file(), f"{page_file.name} is in _toc.yml but was not built"
