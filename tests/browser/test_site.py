@@ -104,6 +104,44 @@ def test_screenshots_for_a_person(browser, base_url):
         assert (SHOTS / f"gaussian_scores_{name}.png").stat().st_size > 10_000
 
 
+DARK_STYLE = """() => {
+  const img = document.querySelector('.cell_output img');
+  const code = document.querySelector('table code');
+  const style = (el) => el ? getComputedStyle(el) : null;
+  const s = style(img), c = style(code);
+  return {filter: s && s.filter, background: s && s.backgroundColor,
+          code: c && c.color, page: getComputedStyle(document.body).backgroundColor};
+}"""
+
+
+def _luminance(css: str) -> float:
+    channels = [int(x) / 255 for x in css[css.index("(") + 1:css.index(")")].split(",")[:3]]
+    lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_figures_and_table_ids_are_legible_in_both_themes(browser, base_url, theme):
+    """Figures are shown undimmed on white in both themes, and the register's
+    ids keep a readable contrast (WCAG ratio >= 4.5) against the page."""
+    found = {}
+    for name in ("01_softmax_jacobian", "11_claims_register"):
+        page = browser.new_page()
+        try:
+            page.goto(page_url(base_url, SITE, SITE / "chapters" / f"{name}.html"), wait_until="load")
+            page.evaluate(f"document.documentElement.dataset.theme = '{theme}'")
+            found[name] = page.evaluate(DARK_STYLE)
+        finally:
+            page.close()
+    figure = found["01_softmax_jacobian"]
+    assert figure["filter"] in (None, "none"), figure
+    if theme == "dark":
+        assert figure["background"] == "rgb(255, 255, 255)", figure
+    ids = found["11_claims_register"]
+    darker, lighter = sorted([_luminance(ids["code"]), _luminance(ids["page"])])
+    assert (lighter + 0.05) / (darker + 0.05) >= 4.5, ids
+
+
 BROKEN_PAGE = """<!doctype html><html><head><title>broken</title></head><body>
 <p>An unrendered formula: $$\\frac{a}{b}$$</p>
 <img src="missing.png" alt="missing">
