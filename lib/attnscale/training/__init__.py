@@ -1,0 +1,40 @@
+"""A one-layer attention model in NumPy with exact hand-derived gradients, and
+the training experiment of Part IV (associative recall).
+
+Submodules, one job each:
+
+- :mod:`attnscale.training.model`: the task, the model, its forward pass and
+  exact gradients (dot and cosine scores);
+- :mod:`attnscale.training.loop`: training many models at once (Adam, SGD),
+  held-out evaluation, divergence marking;
+- :mod:`attnscale.training.stats`: steps to target, best rate, rate exponent;
+- :mod:`attnscale.training.sweep`: the sweep's settings, one cell's run, the
+  stored results and the command ``python -m attnscale.training``.
+"""
+
+from .loop import LIMIT, OPTIMIZERS, train
+from .model import KINDS, bilinear_gradient, forward, identity_alignment, init_params, loss_and_grads, sample_batch
+from .stats import best_lr_index, lr_exponent, steps_to_target
+from .sweep import DATA, DOT_ALPHAS, SWEEP, load_sweep, run_config, sweep_scales
+
+__all__ = [
+    "KINDS",
+    "OPTIMIZERS",
+    "LIMIT",
+    "DATA",
+    "DOT_ALPHAS",
+    "SWEEP",
+    "init_params",
+    "sample_batch",
+    "forward",
+    "loss_and_grads",
+    "bilinear_gradient",
+    "identity_alignment",
+    "train",
+    "steps_to_target",
+    "sweep_scales",
+    "run_config",
+    "best_lr_index",
+    "lr_exponent",
+    "load_sweep",
+]

@@ -1,0 +1,196 @@
+"""The model of the Part IV experiment and its exact, hand-derived gradients.
+
+Task: ``n`` keys ``K_i ~ N(0, I_d)`` with values ``V_i ~ N(0, I_c)``; the query
+is one key seen through noise, ``x = (K_j + sigma eps) / sqrt(1 + sigma^2)`` (unit
+variance per coordinate, so dot scores start with variance 1); the target is
+its value ``V_j``.
+Model: ``q = W_q x``, ``k_i = W_k K_i``; the scores are ``s_i = q.k_i / sqrt(d)``
+(``kind="dot"``) or ``s_i = cos(q, k_i)`` (``kind="cosine"``);
+``p = softmax(alpha s)``, the output is ``y = sum_i p_i V_i`` and the loss
+``|y - V_j|^2 / c``.
+
+Arrays are laid out with the seed first and the model (scale x learning rate)
+second, ``W`` of shape ``(seeds, models, d, d)`` and data of shape
+``(seeds, batch, ...)``, so that every product over the ``n`` keys is one
+matrix product per example with the models as columns. The dot model never
+forms the keys ``W_k K_i``: it uses ``s_i = (W_k^T q) . K_i / sqrt(d)``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .. import _validate as v
+from ..softmax import gradient_l1, softmax, softmax_vjp
+
+__all__ = ["KINDS", "init_params", "sample_batch", "forward", "loss_and_grads", "bilinear_gradient", "identity_alignment"]
+
+KINDS = ("dot", "cosine")
+
+
+def _kind(kind: object) -> str:
+    if kind not in KINDS:
+        raise ValueError(f"kind must be 'dot' or 'cosine', got {kind!r}")
+    return str(kind)
+
+
+def init_params(rng: np.random.Generator, seeds: int, models: int, d: int) -> dict[str, NDArray]:
+    """``W_q``, ``W_k`` with entries ``N(0, 1/d)``; one draw per seed, copied to
+    every model of that seed. Shape ``(seeds, models, d, d)``."""
+    rng = v.generator(rng)
+    seeds = v.integer_at_least(seeds, "seeds", 1)
+    models = v.integer_at_least(models, "models", 1)
+    d = v.integer_at_least(d, "d", 1)
+    scale = 1.0 / math.sqrt(d)
+    draw = rng.normal(0.0, scale, (2, seeds, 1, d, d))
+    return {"Wq": np.repeat(draw[0], models, axis=1), "Wk": np.repeat(draw[1], models, axis=1)}
+
+
+def sample_batch(rng: np.random.Generator, seeds: int, batch: int, n: int, d: int, c: int = 8, noise: float = 1.0) -> dict[str, NDArray]:
+    """One batch per seed: keys ``K`` (seeds, batch, n, d), values ``V``
+    (seeds, batch, n, c), the queried index ``j``, query ``x`` and target."""
+    rng = v.generator(rng)
+    seeds, batch = v.integer_at_least(seeds, "seeds", 1), v.integer_at_least(batch, "batch", 1)
+    n, d, c = v.integer_at_least(n, "n", 2), v.integer_at_least(d, "d", 1), v.integer_at_least(c, "c", 1)
+    noise = v.real_number(noise, "noise")
+    if noise < 0:
+        raise ValueError(f"noise must be >= 0, got {noise}")
+    K = rng.standard_normal((seeds, batch, n, d))
+    V = rng.standard_normal((seeds, batch, n, c))
+    j = rng.integers(0, n, size=(seeds, batch))
+    pick = j[..., None, None]
+    # scaled to unit variance per coordinate, so that the dot scores start with variance 1
+    x = (np.take_along_axis(K, pick, axis=2)[:, :, 0] + noise * rng.standard_normal((seeds, batch, d))) / math.sqrt(1.0 + noise**2)
+    target = np.take_along_axis(V, pick, axis=2)[:, :, 0]
+    return {"K": K, "V": V, "j": j, "x": x, "target": target}
+
+
+def _shapes(params: dict, data: dict, alpha: ArrayLike) -> tuple[int, int, int, int, NDArray]:
+    params = v.mapping(params, "params", ("Wq", "Wk"))
+    data = v.mapping(data, "data", ("K", "V", "x", "target", "j"))
+    Wq, Wk, K = np.asarray(params["Wq"]), np.asarray(params["Wk"]), np.asarray(data["K"])
+    if Wq.shape != Wk.shape or Wq.ndim != 4 or Wq.shape[-1] != Wq.shape[-2]:
+        raise ValueError(f"Wq and Wk must both have shape (seeds, models, d, d), got {Wq.shape} and {Wk.shape}")
+    seeds, models, d, _ = Wq.shape
+    if K.ndim != 4 or K.shape[0] != seeds or K.shape[-1] != d:
+        raise ValueError(f"data K must have shape (seeds={seeds}, batch, n, d={d}), got {K.shape}")
+    a = v.positive(alpha, "alpha")
+    if a.shape not in ((), (models,)):
+        raise ValueError(f"alpha must be a scalar or one scale per model ({models}), got shape {a.shape}")
+    return seeds, models, K.shape[1], K.shape[2], np.broadcast_to(a, (models,))
+
+
+def forward(params: dict, data: dict, alpha: ArrayLike, kind: str = "dot") -> dict[str, NDArray]:
+    """Attention weights ``p`` (seeds, batch, models, n), the output ``y`` and
+    the per-model loss (seeds, models), plus what the backward pass needs."""
+    kind = _kind(kind)
+    seeds, models, batch, n, a = _shapes(params, data, alpha)
+    Wq, Wk = params["Wq"], params["Wk"]
+    K, V, x, target = data["K"], data["V"], data["x"], data["target"]
+    d, c = K.shape[-1], V.shape[-1]
+    q = x[:, None] @ Wq.swapaxes(-1, -2)  # (seeds, models, batch, d)
+    out: dict[str, NDArray] = {"q": q}
+    if kind == "dot":
+        u = q @ Wk  # u = W_k^T q
+        s = (K @ u.transpose(0, 2, 3, 1)).swapaxes(-1, -2) / math.sqrt(d)  # (seeds, batch, models, n)
+    else:
+        # |k_i| needs the keys of every model: (seeds, batch*n, d) @ (seeds, d, models*d)
+        k = (K.reshape(seeds, batch * n, d) @ Wk.transpose(0, 3, 1, 2).reshape(seeds, d, models * d)).reshape(seeds, batch, n, models, d)
+        kn = np.sqrt(np.einsum("sbnme,sbnme->sbnm", k, k))
+        qn = np.linalg.norm(q, axis=-1, keepdims=True)
+        if np.any(kn == 0) or np.any(qn == 0):
+            raise FloatingPointError("a query or key is exactly zero; its cosine is undefined")
+        qh = q / qn
+        # qh . k_i = (W_k^T qh) . K_i, as for dot scores
+        s = ((K @ (qh @ Wk).transpose(0, 2, 3, 1)) / kn).swapaxes(-1, -2)
+        out.update(k=k, kn=kn, qh=qh, qn=qn)
+    p = softmax(s, a[:, None])
+    y = p @ V  # (seeds, batch, models, c)
+    diff = y - target[:, :, None, :]
+    loss = np.mean(np.sum(diff * diff, axis=-1), axis=1) / c
+    out.update(s=s, p=p, diff=diff, loss=loss, alpha=a)
+    return out
+
+
+def _diagnostics(p: NDArray, j: NDArray, alpha: NDArray) -> tuple[NDArray, NDArray]:
+    """Per model: the share of rows whose largest weight is on the queried key,
+    and the mean over rows of ``(1/2)||J||_1 = alpha (1 - sum p^2)``."""
+    return np.mean(np.argmax(p, axis=-1) == j[..., None], axis=1), np.mean(gradient_l1(p, alpha), axis=1)
+
+
+def _score_gradient(f: dict, data: dict) -> NDArray:
+    """``dL/ds = J g_p`` for the forward pass ``f``, with ``g_p = V g_y``:
+    shape (seeds, batch, models, n)."""
+    K, V = data["K"], data["V"]
+    batch, c = K.shape[1], V.shape[-1]
+    g_p = (2.0 * f["diff"] / (batch * c)) @ V.swapaxes(-1, -2)
+    return softmax_vjp(f["p"], g_p, f["alpha"])
+
+
+def _dot_key_sum(g_s: NDArray, K: NDArray) -> NDArray:
+    """``r = sum_i (dL/ds_i) K_i / sqrt(d)`` for dot scores: (seeds, models, batch, d)."""
+    return ((g_s / math.sqrt(K.shape[-1])) @ K).transpose(0, 2, 1, 3)
+
+
+def _loss_and_grads(params: dict, data: dict, alpha: ArrayLike, kind: str) -> tuple[dict, dict]:
+    """The forward pass and the gradients of ``W_q`` and ``W_k`` (the training step's work)."""
+    kind = _kind(kind)
+    f = forward(params, data, alpha, kind)
+    Wk = params["Wk"]
+    K, x = data["K"], data["x"]
+    seeds, batch, n, d = K.shape
+    g_s = _score_gradient(f, data)
+    if kind == "dot":
+        r = _dot_key_sum(g_s, K)
+        g_Wk = f["q"].swapaxes(-1, -2) @ r
+        g_Wq = Wk @ (r.swapaxes(-1, -2) @ x[:, None])
+    else:
+        qh, qn, k, kn = f["qh"], f["qn"], f["k"], f["kn"]
+        models = k.shape[3]
+        # s_i = qh . k_i / |k_i|; with w_i = g_i / |k_i| and r = sum_i w_i K_i:
+        # dL/dqh = sum_i g_i k_i / |k_i| = W_k r, dL/dk_i = w_i (qh - s_i k_i / |k_i|)
+        w = g_s.transpose(0, 1, 3, 2) / kn  # (seeds, batch, n, models)
+        r = (w.swapaxes(-1, -2) @ K).transpose(0, 2, 1, 3)  # (seeds, models, batch, d)
+        g_qh = r @ Wk.swapaxes(-1, -2)
+        g_q = (g_qh - np.sum(g_qh * qh, axis=-1, keepdims=True) * qh) / qn
+        g_Wq = g_q.swapaxes(-1, -2) @ x[:, None]
+        shrink = (k * (w * f["s"].transpose(0, 1, 3, 2) / kn)[..., None]).reshape(seeds, batch * n, models * d)
+        g_Wk = qh.swapaxes(-1, -2) @ r - (shrink.swapaxes(-1, -2) @ K.reshape(seeds, batch * n, d)).reshape(seeds, models, d, d)
+    return f, {"Wq": g_Wq, "Wk": g_Wk}
+
+
+def loss_and_grads(params: dict, data: dict, alpha: ArrayLike, kind: str = "dot") -> tuple[NDArray, dict, dict]:
+    """Per-model loss (seeds, models), the gradients of ``W_q`` and ``W_k``, and
+    diagnostics per model: accuracy (the queried key has the largest weight)
+    and the mean over rows of ``(1/2)||J||_1 = alpha (1 - sum p^2)``."""
+    f, grads = _loss_and_grads(params, data, alpha, kind)
+    accuracy, half_l1 = _diagnostics(f["p"], data["j"], f["alpha"])
+    return f["loss"], grads, {"accuracy": accuracy, "half_l1": half_l1}
+
+
+def bilinear_gradient(params: dict, data: dict, alpha: ArrayLike, *, with_weights: bool = False):
+    """For dot scores, the gradient of the loss with respect to the bilinear
+    form ``B = W_q^T W_k`` (``s_i = x^T B K_i / sqrt(d)``), shape
+    (seeds, models, d, d). The weight gradients follow from it:
+    ``dL/dW_k = W_q G`` and ``dL/dW_q = W_k G^T``. With ``with_weights``,
+    returns ``(G, p)`` with the attention weights of the forward pass."""
+    f = forward(params, data, alpha, "dot")
+    r = _dot_key_sum(_score_gradient(f, data), data["K"])
+    G = data["x"][:, None].swapaxes(-1, -2) @ r
+    return (G, f["p"]) if with_weights else G
+
+
+def identity_alignment(G: ArrayLike) -> NDArray[np.float64]:
+    """The cosine between ``-G`` and the identity, ``-tr(G) / (sqrt(d) ||G||_F)``
+    over the last two axes: how much of a gradient step on ``B`` moves it
+    towards ``B = lambda I`` (attend to the key most like the query)."""
+    G = v.finite(G, "G")
+    if G.ndim < 2 or G.shape[-1] != G.shape[-2]:
+        raise ValueError(f"G must end in a square matrix, got shape {G.shape}")
+    size = np.linalg.norm(G, axis=(-2, -1))
+    if np.any(size == 0):
+        raise ValueError("G has a zero matrix: its direction is undefined")
+    return -np.trace(G, axis1=-2, axis2=-1) / (math.sqrt(G.shape[-1]) * size)
