@@ -241,3 +241,35 @@ def test_compare_cells_notices_a_changed_result():
         compare_cells(None, cell)
     with pytest.raises(ValueError, match="lacks the entries"):
         compare_cells({"labels": []}, cell)
+
+
+def test_adam_at_scale_alpha_is_scale_one_with_epsilon_divided_by_sqrt_alpha():
+    """Adam at scale alpha, rate eta and epsilon eps, from W0, follows step by
+    step the path of scale 1, rate sqrt(alpha) eta and epsilon eps / sqrt(alpha),
+    from sqrt(alpha) W0 (the chapter's identity). With epsilon multiplied by
+    sqrt(alpha) instead, the paths part: the test can tell the two apart."""
+    alpha, eta, eps, steps = 4.0, 0.02, 1e-3, 30
+    root = np.sqrt(alpha)
+
+    def run(eps_b):
+        rng = np.random.default_rng(11)
+        w0 = init_params(rng, 1, 1, 6)
+        a = {k: w.copy() for k, w in w0.items()}
+        b = {k: root * w for k, w in w0.items()}
+        moments = {name: {k: [np.zeros_like(w), np.zeros_like(w)] for k, w in w0.items()} for name in "ab"}
+        worst = 0.0
+        for t in range(1, steps + 1):
+            data = sample_batch(rng, 1, 8, 5, 6)
+            for name, params, scale, rate, e in (("a", a, alpha, eta, eps), ("b", b, 1.0, root * eta, eps_b)):
+                _, grads, _ = loss_and_grads(params, data, scale, "dot")
+                for k in params:
+                    m, v2 = moments[name][k]
+                    m[:] = 0.9 * m + 0.1 * grads[k]
+                    v2[:] = 0.999 * v2 + 0.001 * grads[k] ** 2
+                    params[k] = params[k] - rate * (m / (1 - 0.9**t)) / (np.sqrt(v2 / (1 - 0.999**t)) + e)
+            worst = max(worst, max(float(np.max(np.abs(root * a[k] - b[k]))) for k in a))
+        return worst
+
+    # rounding alone: ~1e-16 per operation over 30 steps
+    assert run(eps / root) < 1e-10
+    assert run(eps * root) > 1e-6
