@@ -107,6 +107,7 @@ SPECS: dict[str, tuple[dict, dict]] = {
     "claims.evaluate_register": ({"records": []}, {"records": [None, NAN, [NAN], [{"id": "x"}]]}),
     "claims.numbers_of": ({"rec": {"id": "r", "claimed": 1.0}}, {"rec": [None, NAN]}),
     "plotting.figure": ({"ncols": 1, "nrows": 1}, {"ncols": COUNT, "nrows": COUNT, "width": POSITIVE + [100.0], "height": POSITIVE + [100.0]}),
+    "plotting.rendered_text_px": ({"fig": lambda: __import__("attnscale.plotting").plotting.figure()[0]}, {"fig": [None, "fig", 3]}),
     "plotting.png": ({"fig": lambda: __import__("attnscale.plotting").plotting.figure()[0]}, {"fig": [None, "fig", 3]}),
     "reproducibility.stable_runs": ({"cell": _cell}, {"cell": [None, NAN, {"labels": []}]}),
     "reproducibility.compare_cells": ({"fresh": _cell, "stored": _cell}, {"fresh": [None, NAN, {"labels": []}], "stored": [None, {"labels": []}]}),

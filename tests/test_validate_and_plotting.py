@@ -53,3 +53,55 @@ def test_png_and_show_figure():
     # the two display helpers cannot be confused: a figure is not maths
     with pytest.raises(TypeError, match="expr is a matplotlib Figure"):
         show_math(fig)
+
+
+def test_rendered_text_size_follows_from_width_dpi_and_font():
+    """A 10 pt tick label on a figure that fits the column is 10 * 100/72 CSS px;
+    a figure wider than the column is shrunk, and its text with it."""
+    from matplotlib.figure import Figure
+
+    from attnscale.plotting import COLUMN_PX, DPI, MAX_WIDTH, png, rendered_text_px
+
+    fig, ax = figure(width=MAX_WIDTH)
+    ax.plot([0, 1], [0, 1])
+    png(fig)
+    smallest, _ = rendered_text_px(fig)[0]
+    assert smallest == pytest.approx(ax.xaxis.get_ticklabels()[0].get_fontsize() * DPI / 72)
+    wide = Figure(figsize=(2 * COLUMN_PX / DPI, 3))
+    wide.subplots().plot([0, 1])
+    png(wide)
+    assert rendered_text_px(wide)[0][0] == pytest.approx(10 * DPI / 72 / 2)
+    with pytest.raises(ValueError, match="width must be a size in inches"):
+        figure(width=MAX_WIDTH + 0.1)
+
+
+def test_show_figure_refuses_text_too_small_to_read():
+    from attnscale.plotting import show_figure
+
+    fig, ax = figure()
+    ax.plot([0, 1], [0, 1], label="line")
+    ax.legend(fontsize=6)
+    with pytest.raises(ValueError, match="renders at 8.3 CSS px"):
+        show_figure(fig)
+    ax.legend(fontsize=8)
+    show_figure(fig)
+
+
+def test_stored_figures_fit_the_column():
+    """Every image a chapter stores is at most the column wide, so the page
+    never shrinks it (and its text) further."""
+    import base64
+    import json
+    import struct
+    from pathlib import Path
+
+    from attnscale.plotting import COLUMN_PX
+
+    for path in sorted((Path(__file__).resolve().parents[1] / "chapters").glob("*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            for out in cell.get("outputs", []):
+                data = out.get("data", {}).get("image/png")
+                if data:
+                    raw = base64.b64decode("".join(data))
+                    width = struct.unpack(">I", raw[16:20])[0]
+                    assert width <= COLUMN_PX, f"{path.name}: a stored figure is {width} px wide"

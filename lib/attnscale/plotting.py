@@ -1,9 +1,19 @@
-"""The house figure style: fixed size, white background, labelled axes, PNG.
+"""The house figure style: sized for the text column, white background,
+labelled axes, PNG.
 
 Figures are made with ``matplotlib.figure.Figure`` rather than pyplot and
 shown with :func:`show_figure`, which displays the PNG bytes. That makes a chapter's
 stored outputs the same whatever matplotlib backend the kernel runs under
 (inline in Jupyter, ``Agg`` in CI).
+
+Legibility is computed, not hoped for. The book's text column is
+:data:`COLUMN_PX` CSS pixels wide on a desktop. A PNG of ``width`` inches at
+``dpi`` is ``width * dpi`` pixels wide and is shown at that size, or scaled
+down to the column if it is wider; a font of ``f`` points is drawn
+``f * dpi / 72`` pixels tall. So it appears on the page at
+``f * dpi / 72 * min(1, COLUMN_PX / (width * dpi))`` CSS pixels
+(:func:`rendered_text_px`), and :func:`show_figure` refuses a figure whose
+smallest visible text would render below :data:`MIN_TEXT_PX`.
 """
 
 from __future__ import annotations
@@ -12,16 +22,27 @@ import io
 
 import matplotlib
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 
-__all__ = ["STYLE", "figure", "png", "show_figure"]
+__all__ = ["STYLE", "COLUMN_PX", "MIN_TEXT_PX", "MAX_WIDTH", "figure", "png", "rendered_text_px", "show_figure"]
+
+#: width of the book's text column on a desktop, in CSS pixels
+COLUMN_PX = 690
+#: the smallest text size a figure may show at that width, in CSS pixels
+MIN_TEXT_PX = 10.0
+#: PNG resolution: 100 dots per inch, so a figure of MAX_WIDTH inches fills the column at its natural size
+DPI = 100
+#: the widest figure, in inches (the column at DPI)
+MAX_WIDTH = COLUMN_PX / DPI
 
 STYLE = {
     "figure.facecolor": "white",
     "axes.facecolor": "white",
     "savefig.facecolor": "white",
-    "figure.dpi": 100,
-    "savefig.dpi": 110,
+    "figure.dpi": DPI,
+    "savefig.dpi": DPI,
     "font.size": 10,
+    "legend.fontsize": 9,
     "axes.grid": True,
     "grid.alpha": 0.3,
     "axes.spines.top": False,
@@ -31,36 +52,61 @@ STYLE = {
 }
 
 
-def figure(ncols: int = 1, nrows: int = 1, width: float = 7.0, height: float = 3.6):
+def figure(ncols: int = 1, nrows: int = 1, width: float = MAX_WIDTH, height: float = 3.6):
     """A new figure in the house style; returns ``(fig, axes)``.
 
-    ``axes`` is a single Axes for a 1 x 1 grid, otherwise a flat array.
+    ``width`` is at most :data:`MAX_WIDTH` inches (the text column), so that
+    the figure is never shrunk on the page. ``axes`` is a single Axes for a
+    1 x 1 grid, otherwise a flat array.
     """
     for name, value in (("ncols", ncols), ("nrows", nrows)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    for name, value in (("width", width), ("height", height)):
-        if isinstance(value, bool) or not (isinstance(value, (int, float)) and 0 < value < 50):
-            raise ValueError(f"{name} must be a size in inches in (0, 50), got {value!r}")
+    for name, value, top in (("width", width, MAX_WIDTH), ("height", height, 50)):
+        if isinstance(value, bool) or not (isinstance(value, (int, float)) and 0 < value <= top):
+            raise ValueError(f"{name} must be a size in inches in (0, {top:g}], got {value!r}")
     matplotlib.rcParams.update(STYLE)
     fig = Figure(figsize=(width, height), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
     return fig, (axes[0] if axes.size == 1 else axes)
 
 
-def png(fig: Figure) -> bytes:
-    """The figure rendered as PNG on a white background."""
+def _figure(fig: object) -> Figure:
     if not isinstance(fig, Figure):
         raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    return fig
+
+
+def png(fig: Figure) -> bytes:
+    """The figure rendered as PNG on a white background, at :data:`DPI`."""
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", facecolor="white")
+    _figure(fig).savefig(buffer, format="png", facecolor="white", dpi=DPI)
     return buffer.getvalue()
 
 
+def rendered_text_px(fig: Figure) -> list[tuple[float, str]]:
+    """Every visible, non-empty text of the figure (tick labels, axis labels,
+    titles, legends, annotations) with the height it renders at on the page,
+    in CSS pixels, smallest first. The figure must have been drawn (as
+    :func:`png` does), since tick labels are made when it is."""
+    fig = _figure(fig)
+    width_px = fig.get_figwidth() * DPI
+    shrink = min(1.0, COLUMN_PX / width_px)
+    sizes = [(t.get_fontsize() * DPI / 72.0 * shrink, t.get_text())
+             for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    return sorted(sizes, key=lambda pair: pair[0])
+
+
 def show_figure(fig: Figure) -> None:
-    """Display the figure in a notebook as one PNG image (``image/png``, never text)."""
-    if not isinstance(fig, Figure):
-        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    """Display the figure in a notebook as one PNG image (``image/png``, never
+    text), after checking that its smallest text renders at
+    :data:`MIN_TEXT_PX` CSS pixels or more in the book's column."""
+    data = png(fig)
+    small = [(size, label) for size, label in rendered_text_px(fig) if size < MIN_TEXT_PX]
+    if small:
+        size, label = small[0]
+        raise ValueError(f"fig has text that renders at {size:.1f} CSS px in a {COLUMN_PX} px column "
+                         f"(below {MIN_TEXT_PX:g}): {label!r} and {len(small) - 1} more; use a larger font or a narrower figure")
     from IPython.display import Image, display
 
-    display(Image(data=png(fig)))
+    display(Image(data=data))
