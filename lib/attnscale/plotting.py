@@ -24,13 +24,13 @@ import matplotlib
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
-__all__ = ["STYLE", "COLUMN_PX", "MIN_TEXT_PX", "MAX_WIDTH", "figure", "png", "rendered_text_px", "show_figure"]
+__all__ = ["STYLE", "COLUMN_PX", "MIN_TEXT_PX", "DPI", "MAX_WIDTH", "figure", "png", "rendered_text_px", "show_figure"]
 
 #: width of the book's text column on a desktop, in CSS pixels
 COLUMN_PX = 690
 #: the smallest text size a figure may show at that width, in CSS pixels
 MIN_TEXT_PX = 10.0
-#: PNG resolution: 100 dots per inch, so a figure of MAX_WIDTH inches fills the column at its natural size
+#: the PNG resolution in dots per inch (a figure of MAX_WIDTH inches then fills the column at its natural size)
 DPI = 100
 #: the widest figure, in inches (the column at DPI)
 MAX_WIDTH = COLUMN_PX / DPI

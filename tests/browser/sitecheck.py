@@ -115,3 +115,36 @@ def broken_links(root: Path, page_files: list[Path]) -> list[str]:
 
 def page_url(base: str, root: Path, page: Path) -> str:
     return urljoin(base, page.relative_to(root).as_posix())
+
+
+LAYOUT = """() => {
+  const width = document.documentElement.clientWidth;
+  const sideways = document.documentElement.scrollWidth - width;
+  const scrolls = (el) => {
+    for (let e = el; e && e !== document.body; e = e.parentElement) {
+      const o = getComputedStyle(e).overflowX;
+      if ((o === 'auto' || o === 'scroll') && e.getBoundingClientRect().right <= width + 1) return true;
+    }
+    return false;
+  };
+  const overflowing = [];
+  document.querySelectorAll('mjx-container[display="true"]').forEach((m) => {
+    const box = m.getBoundingClientRect();
+    const wider = m.scrollWidth > m.clientWidth + 1 || box.right > width + 1 || box.left < -1;
+    if (wider && !scrolls(m)) {
+      overflowing.push((m.getAttribute('aria-label') || m.textContent || '').slice(0, 60));
+    }
+  });
+  return {sideways: sideways, overflowing: overflowing};
+}"""
+
+
+def layout_problems(page, url: str, timeout_ms: int = 30_000) -> dict:
+    """After the maths is typeset: how far the page scrolls sideways (px), and
+    the display equations that stick out of the viewport without a scroll box
+    of their own."""
+    page.goto(url, wait_until="load", timeout=timeout_ms)
+    if page.evaluate("() => !!document.querySelector('script[src*=\"mathjax\"]')"):
+        page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=timeout_ms)
+        page.evaluate("() => MathJax.startup.promise.then(() => true)")
+    return page.evaluate(LAYOUT)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sitecheck import CHROMIUM_ARGS, broken_links, chromium_path, page_url, serve, visit
+from sitecheck import CHROMIUM_ARGS, broken_links, chromium_path, layout_problems, page_url, serve, visit
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "_build" / "html"
@@ -72,6 +72,27 @@ def test_page_loads_cleanly(browser, base_url, page_file):
     finally:
         page.close()
     assert problems == {"console": [], "requests": [], "math": [], "images": []}, problems
+
+
+def _all_pages() -> list[Path]:
+    extra = [SITE / name for name in ("genindex.html", "proof.html", "prf-prf.html") if (SITE / name).is_file()]
+    return toc_pages() + extra
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_nothing_scrolls_sideways_and_equations_fit(browser, base_url, width):
+    """At a phone's width and a desktop's, no page scrolls sideways and every
+    display equation fits the column or sits in a scroll box of its own."""
+    bad = {}
+    page = browser.new_page(viewport={"width": width, "height": 844})
+    try:
+        for page_file in _all_pages():
+            found = layout_problems(page, page_url(base_url, SITE, page_file))
+            if found["sideways"] > 1 or found["overflowing"]:
+                bad[page_file.name] = found
+    finally:
+        page.close()
+    assert not bad, bad
 
 
 def test_internal_links_and_anchors_resolve():
@@ -162,5 +183,20 @@ def test_the_checks_catch_a_broken_page(browser, tmp_path):
     assert problems["images"] == ["missing.png"], problems
     assert any("missing.png" in r for r in problems["requests"]), problems
     assert any("boom" in c for c in problems["console"]), problems
+    with serve(tmp_path) as url:
+        page = browser.new_page(viewport={"width": 390, "height": 844})
+        try:
+            (tmp_path / "wide.html").write_text('<!doctype html><html><body><div style="width:900px">too wide</div></body></html>')
+            wide = layout_problems(page, url + "wide.html")
+            equation = '<mjx-container display="true" style="display:block;width:900px;overflow:visible">E = mc^2</mjx-container>'
+            (tmp_path / "eq.html").write_text(f'<!doctype html><html><body style="overflow-x:hidden">{equation}</body></html>')
+            loose = layout_problems(page, url + "eq.html")
+            (tmp_path / "boxed.html").write_text(f'<!doctype html><html><body><div style="overflow-x:auto">{equation}</div></body></html>')
+            boxed = layout_problems(page, url + "boxed.html")
+        finally:
+            page.close()
+    assert wide["sideways"] > 400, wide
+    assert loose["overflowing"] == ["E = mc^2"], loose
+    assert boxed["overflowing"] == [] and boxed["sideways"] <= 1, boxed
     links = broken_links(tmp_path, [tmp_path / "broken.html"])
     assert any("nowhere.html" in b for b in links) and any("no-such-anchor" in b for b in links), links

@@ -3,12 +3,12 @@ the training experiment of Part IV (associative recall).
 
 Submodules, one job each:
 
-- :mod:`attnscale.training.model`: the task, the model, its forward pass and
+- ``attnscale.training.model``: the task, the model, its forward pass and
   exact gradients (dot and cosine scores);
-- :mod:`attnscale.training.loop`: training many models at once (Adam, SGD),
+- ``attnscale.training.loop``: training many models at once (Adam, SGD),
   held-out evaluation, divergence marking;
-- :mod:`attnscale.training.stats`: steps to target, best rate, rate exponent;
-- :mod:`attnscale.training.sweep`: the sweep's settings, one cell's run, the
+- ``attnscale.training.stats``: steps to target, best rate, rate exponent;
+- ``attnscale.training.sweep``: the sweep's settings, one cell's run, the
   stored results and the command ``python -m attnscale.training``.
 """
 
