@@ -92,7 +92,7 @@ sweep: $(STAMP)
 	wait $$a; ra=$$?; wait $$b; rb=$$?; exit $$((ra | rb))
 
 execute: $(STAMP)
-	$(BIN)/python -m attnscale.notebooks $(CHAPTERS)
+	$(BIN)/python tools/notebooks.py $(CHAPTERS)
 
 freeze: $(STAMP)
 	{ head -n 2 requirements.txt; $(BIN)/python -m pip freeze --exclude-editable | grep -v '^-e'; } > requirements.new

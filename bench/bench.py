@@ -218,7 +218,8 @@ def bench_training() -> dict:
 
 def bench_book() -> dict:
     chapters = sorted((ROOT / "chapters").glob("*.ipynb"))
-    from attnscale.notebooks import execute_notebook
+    sys.path.insert(0, str(ROOT / "tools"))
+    from notebooks import execute_notebook
 
     per_chapter = {}
     for nb in chapters:

@@ -15,6 +15,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+# the notebook runner is build tooling in tools/, not part of the attnscale package
+sys.path.insert(0, str(ROOT / "tools"))
 
 
 def toc_files() -> list[str]:
@@ -132,7 +134,7 @@ _m.softmax_jacobian = _wrong
 def test_jacobian_chapter_fails_against_a_wrong_library(tmp_path):
     from nbclient.exceptions import CellExecutionError
 
-    from attnscale.notebooks import execute_notebook
+    from notebooks import execute_notebook
 
     chapter = _copy(ROOT / "chapters" / "01_softmax_jacobian.ipynb", tmp_path)
     with pytest.raises(CellExecutionError, match="AssertionError"):
@@ -140,7 +142,7 @@ def test_jacobian_chapter_fails_against_a_wrong_library(tmp_path):
 
 
 def test_execute_notebook_rejects_bad_path(tmp_path):
-    from attnscale.notebooks import execute_notebook
+    from notebooks import execute_notebook
 
     with pytest.raises(ValueError, match="path must be an existing .ipynb file"):
         execute_notebook(tmp_path / "missing.ipynb")
@@ -149,7 +151,7 @@ def test_execute_notebook_rejects_bad_path(tmp_path):
 def test_stream_outputs_are_coalesced():
     import nbformat
 
-    from attnscale.notebooks import _coalesce_streams
+    from notebooks import _coalesce_streams
 
     outs = [
         nbformat.v4.new_output("stream", name="stdout", text="a\n"),

@@ -2,7 +2,11 @@
 
 Command line (what ``make execute`` runs)::
 
-    python -m attnscale.notebooks chapters/01_softmax_jacobian.ipynb ...
+    python tools/notebooks.py chapters/01_softmax_jacobian.ipynb ...
+
+This is build tooling, not mathematics, so it lives outside the ``attnscale``
+package (which needs only numpy, scipy, sympy and mpmath, plus matplotlib for
+figures); it needs nbclient and nbformat, which the book's pins provide.
 
 Each notebook runs top to bottom in a new ``python3`` kernel with its own
 folder as the working directory; the outputs are written back into the file,
