@@ -18,13 +18,14 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 CHAPTERS := $(sort $(wildcard chapters/*.ipynb))
 
-.PHONY: help venv book test lint test-lib test-notebooks test-site test-browser test-portable bench sweep execute freeze clean
+.PHONY: help venv book lab test lint test-lib test-notebooks test-site test-browser test-portable bench sweep execute freeze clean
 
 help:
 	@echo "make book      build the site into _build/html"
 	@echo "make test      run every test (lint, library, notebooks, strict site build, browser)"
 	@echo "make test-portable  library tests and notebooks again under other OpenBLAS kernels"
 	@echo "make execute   re-execute all chapters and store their outputs"
+	@echo "make lab       open the chapters in JupyterLab with the book's environment"
 	@echo "make bench     run the benchmarks (then make execute to refresh the appendix)"
 	@echo "make sweep     run the Part IV training sweep (about 40 min; then make execute)"
 	@echo "make clean     remove _build"
@@ -44,6 +45,13 @@ $(STAMP): requirements.txt pyproject.toml
 book: $(STAMP)
 	$(BIN)/jupyter-book build . --builder html
 	@echo "The book is at $(CURDIR)/_build/html/index.html"
+
+# JupyterLab on the chapters, in the book's environment (the [lab] extra of
+# pyproject.toml; installed into .venv on first use).
+LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
+lab: $(STAMP)
+	$(BIN)/python -c 'import jupyterlab' 2>/dev/null || $(BIN)/python -m pip install --quiet -e '.[lab]'
+	cd chapters && ../$(BIN)/jupyter lab $(LAB_ARGS)
 
 test: lint test-lib test-notebooks test-site test-browser
 	@echo "All tests passed."
