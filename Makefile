@@ -18,7 +18,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 CHAPTERS := $(sort $(wildcard chapters/*.ipynb))
 
-.PHONY: help venv book lab test lint test-lib test-notebooks test-site test-browser test-portable bench sweep execute freeze clean
+.PHONY: help venv book lab pdf test lint test-lib test-notebooks test-site test-browser test-portable bench sweep execute freeze clean
 
 help:
 	@echo "make book      build the site into _build/html"
@@ -26,6 +26,7 @@ help:
 	@echo "make test-portable  library tests and notebooks again under other OpenBLAS kernels"
 	@echo "make execute   re-execute all chapters and store their outputs"
 	@echo "make lab       open the chapters in JupyterLab with the book's environment"
+	@echo "make pdf       the whole book as one PDF (needs Chromium)"
 	@echo "make bench     run the benchmarks (then make execute to refresh the appendix)"
 	@echo "make sweep     run the Part IV training sweep (about 40 min; then make execute)"
 	@echo "make clean     remove _build"
@@ -45,6 +46,13 @@ $(STAMP): requirements.txt pyproject.toml
 book: $(STAMP)
 	$(BIN)/jupyter-book build . --builder html
 	@echo "The book is at $(CURDIR)/_build/html/index.html"
+
+# The whole book as one PDF (_build/pdf/book.pdf): the single-page HTML build
+# printed by the Chromium the browser tests use, then a smoke test of the file.
+# Not part of make test.
+pdf: $(STAMP)
+	$(BIN)/jupyter-book build . --builder custom --custom-builder singlehtml
+	$(BIN)/python tools/pdf.py
 
 # JupyterLab on the chapters, in the book's environment (the [lab] extra of
 # pyproject.toml; installed into .venv on first use).
