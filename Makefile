@@ -18,7 +18,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 CHAPTERS := $(sort $(wildcard chapters/*.ipynb))
 
-.PHONY: help venv book lab pdf test lint test-lib test-notebooks test-site test-browser test-portable bench sweep execute freeze clean
+.PHONY: help venv book lab pdf mutate test lint test-lib test-notebooks test-site test-browser test-portable bench sweep execute freeze clean
 
 help:
 	@echo "make book      build the site into _build/html"
@@ -27,6 +27,7 @@ help:
 	@echo "make execute   re-execute all chapters and store their outputs"
 	@echo "make lab       open the chapters in JupyterLab with the book's environment"
 	@echo "make pdf       the whole book as one PDF (needs Chromium)"
+	@echo "make mutate   mutation testing of the library (mutmut, about 15 min)"
 	@echo "make bench     run the benchmarks (then make execute to refresh the appendix)"
 	@echo "make sweep     run the Part IV training sweep (about 40 min; then make execute)"
 	@echo "make clean     remove _build"
@@ -53,6 +54,13 @@ book: $(STAMP)
 pdf: $(STAMP)
 	$(BIN)/jupyter-book build . --builder custom --custom-builder singlehtml
 	$(BIN)/python tools/pdf.py
+
+# Mutation testing of the library's mathematical core with mutmut (the [mutate]
+# extra, installed on first use), in a scratch copy; prints the score per module.
+# Not part of make test: about 15 minutes on an idle 2-core machine.
+mutate: $(STAMP)
+	$(BIN)/python -c 'import mutmut' 2>/dev/null || $(BIN)/python -m pip install --quiet -e '.[mutate]'
+	bash tools/mutate.sh $(MUTATE_ARGS)
 
 # JupyterLab on the chapters, in the book's environment (the [lab] extra of
 # pyproject.toml; installed into .venv on first use).
