@@ -72,9 +72,11 @@ lab: $(STAMP)
 test: lint test-lib test-notebooks test-site test-browser
 	@echo "All tests passed."
 
-# pyflakes rules over lib/, tests/, bench/, _ext/ and the chapters (configured in pyproject.toml)
+# pyflakes rules over lib/, tests/, bench/, tools/, _ext/ and the chapters, and
+# the type checker over the library (both configured in pyproject.toml)
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 test-lib: $(STAMP)
 	$(BIN)/python -m pytest tests --ignore=tests/browser -n 2

@@ -17,7 +17,7 @@ from .symbolic import unify_dummies
 __all__ = ["identity", "close", "holds", "differs", "fmt"]
 
 
-def fmt(x: float, digits: int = 6) -> str:
+def fmt(x: float | np.ndarray, digits: int = 6) -> str:
     """A number printed with ``digits`` significant digits (stable output)."""
     x = v.real_number(x, "x") if not isinstance(x, np.ndarray) else v.real_number(float(x), "x")
     if isinstance(digits, bool) or not isinstance(digits, int) or digits < 1:

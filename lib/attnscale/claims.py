@@ -174,7 +174,7 @@ def median_top_gradient(rec: dict) -> list[float]:
 @_register
 def normal_fit_c(rec: dict) -> float:
     n = _sweep()
-    return _fit_log(alpha_star_normal(n), np.sqrt(np.log(n)))
+    return _fit_log(np.asarray(alpha_star_normal(n)), np.sqrt(np.log(n)))
 
 
 @_register
@@ -207,7 +207,7 @@ def fit_normal_values(rec: dict) -> list[float]:
 
 @_register
 def exact_normal_values(rec: dict) -> list[float]:
-    return alpha_star_normal(np.array(rec["inputs"]["n"], dtype=float)).tolist()
+    return np.asarray(alpha_star_normal(np.array(rec["inputs"]["n"], dtype=float))).tolist()
 
 
 @_register
@@ -259,7 +259,7 @@ def expected_gradient_vanishes(rec: dict) -> float:
 def _cosine_c(d: float) -> float:
     """Least-squares c in alpha*_cos(n, d) = c log n over the sweep (shared by three records)."""
     n = _sweep()
-    return _fit_log(alpha_star_cosine(n, d), np.log(n))
+    return _fit_log(np.asarray(alpha_star_cosine(n, d)), np.log(n))
 
 
 @_register
@@ -293,7 +293,7 @@ def fit_cosine_values(rec: dict) -> list[float]:
 
 @_register
 def exact_cosine_values(rec: dict) -> list[float]:
-    return alpha_star_cosine(np.array(rec["inputs"]["n"], dtype=float), 128.0).tolist()
+    return np.asarray(alpha_star_cosine(np.array(rec["inputs"]["n"], dtype=float), 128.0)).tolist()
 
 
 @_register
@@ -393,7 +393,8 @@ def verdict(record: dict, value: Any) -> str:
     if isinstance(value, (bool, np.bool_)):
         holds = bool(value) != bool(record.get("negate", False))
         return "holds" if holds else "wrong"
-    claimed = v.finite(record.get("claimed_value", record.get("claimed")), "record claimed value")
+    stated: Any = record.get("claimed_value", record.get("claimed"))
+    claimed = v.finite(stated, "record claimed value")
     got = v.finite(value, "value")
     slack = np.abs(got - claimed) - float(record.get("atol", 0.0))
     rel = np.maximum(slack, 0.0) / np.maximum(np.abs(got), 1e-300)

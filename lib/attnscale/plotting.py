@@ -19,6 +19,7 @@ smallest visible text would render below :data:`MIN_TEXT_PX`.
 from __future__ import annotations
 
 import io
+from typing import Any
 
 import matplotlib
 from matplotlib.figure import Figure
@@ -35,7 +36,7 @@ DPI = 100
 #: the widest figure, in inches (the column at DPI)
 MAX_WIDTH = COLUMN_PX / DPI
 
-STYLE = {
+STYLE: dict[str, Any] = {
     "figure.facecolor": "white",
     "axes.facecolor": "white",
     "savefig.facecolor": "white",
@@ -62,10 +63,11 @@ def figure(ncols: int = 1, nrows: int = 1, width: float = MAX_WIDTH, height: flo
     for name, value in (("ncols", ncols), ("nrows", nrows)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    for name, value, top in (("width", width, MAX_WIDTH), ("height", height, 50)):
-        if isinstance(value, bool) or not (isinstance(value, (int, float)) and 0 < value <= top):
-            raise ValueError(f"{name} must be a size in inches in (0, {top:g}], got {value!r}")
-    matplotlib.rcParams.update(STYLE)
+    limits: tuple[tuple[str, float, float], ...] = (("width", width, MAX_WIDTH), ("height", height, 50.0))
+    for name, size, top in limits:
+        if isinstance(size, bool) or not (isinstance(size, (int, float)) and 0 < size <= top):
+            raise ValueError(f"{name} must be a size in inches in (0, {top:g}], got {size!r}")
+    matplotlib.rcParams.update(STYLE)  # type: ignore[arg-type]  # rcParams is typed with literal keys
     fig = Figure(figsize=(width, height), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
     return fig, (axes[0] if axes.size == 1 else axes)
@@ -92,7 +94,7 @@ def rendered_text_px(fig: Figure) -> list[tuple[float, str]]:
     fig = _figure(fig)
     width_px = fig.get_figwidth() * DPI
     shrink = min(1.0, COLUMN_PX / width_px)
-    sizes = [(t.get_fontsize() * DPI / 72.0 * shrink, t.get_text())
+    sizes = [(float(t.get_fontsize()) * DPI / 72.0 * shrink, t.get_text())
              for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
     return sorted(sizes, key=lambda pair: pair[0])
 

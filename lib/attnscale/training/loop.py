@@ -133,7 +133,7 @@ def train(
         if i < len(marks) and t == marks[i]:
             record(i)
             i += 1
-    result = {key: val.transpose(2, 1, 0).reshape(A, L, seeds, len(marks)) for key, val in curves.items()}
+    result: dict[str, NDArray] = {key: val.transpose(2, 1, 0).reshape(A, L, seeds, len(marks)) for key, val in curves.items()}
     result["step"] = np.asarray(marks)
     result["diverged_at"] = diverged_at.T.reshape(A, L, seeds)
     return result

@@ -47,7 +47,7 @@ def sweep_scales(n: int, d: int, kind: str) -> tuple[list[str], list[float]]:
     return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
-SWEEP = {
+SWEEP: dict[str, Any] = {
     "ns": [16, 64, 256],
     "ds": [32, 64],
     # learning rates: one grid per optimiser, shared by every scale
@@ -112,9 +112,10 @@ def _arrays(cell: dict) -> dict:
         if key in ("labels", "lrs", "kind", "optimizer") or not isinstance(val, list):
             out[key] = val
         else:
-            out[key] = np.array(val, dtype=float if key.startswith(("steps_to_target", "loss", "final", "accuracy", "half", "alphas", "diverged")) else None)
+            numeric = key.startswith(("steps_to_target", "loss", "final", "accuracy", "half", "alphas", "diverged"))
+            out[key] = np.array(val, dtype=float) if numeric else np.array(val)
     for key in ("steps_to_target", "steps_to_target_all"):
-        out[key] = np.array(np.where(np.equal(cell[key], None), np.inf, cell[key]), dtype=float)
+        out[key] = np.array([np.inf if x is None else x for x in np.ravel(np.array(cell[key], dtype=object))], dtype=float).reshape(np.shape(cell[key]))
     out["best_lr"] = out["best_lr"].astype(int)
     return out
 
