@@ -30,6 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from . import _validate as v
+
 __all__ = ["STABLE_RTOL", "CHAOTIC_MEDIAN_RTOL", "CHAOTIC_LABELS", "stable_runs", "Comparison", "compare_cells"]
 
 #: relative tolerance for stable runs (measured spread 4.5e-6, storage rounding included)
@@ -43,12 +45,8 @@ _KEYS = ("labels", "best_lr", "steps_to_target", "loss_area", "loss")
 
 
 def _cell(cell: object, name: str) -> dict:
-    if not isinstance(cell, dict):
-        raise TypeError(f"{name} must be a dict as returned by run_config or load_sweep, got {type(cell).__name__}")
-    missing = [key for key in _KEYS if key not in cell]
-    if missing:
-        raise ValueError(f"{name} lacks the entries {missing} of a training cell")
-    return cell
+    """A training cell as returned by run_config or load_sweep."""
+    return v.mapping(cell, name, _KEYS)
 
 
 def stable_runs(cell: dict) -> NDArray[np.bool_]:
