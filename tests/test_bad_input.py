@@ -17,7 +17,7 @@ import math
 import numpy as np
 import pytest
 
-MODULES = ["checks", "claims", "entropy", "montecarlo", "optimum", "plotting", "reproducibility", "scores",
+MODULES = ["checks", "claims", "entropy", "exact", "montecarlo", "optimum", "plotting", "reproducibility", "scores",
            "softmax", "special", "symbolic", "training"]
 
 NAN, INF = float("nan"), float("inf")
@@ -27,6 +27,8 @@ REAL = [NAN, INF, "x", None, 1 + 2j]
 POSITIVE = REAL + [0.0, -1.0]
 LENGTH = REAL + [1.0, 0.5, -3.0]
 COUNT = [0, -2, 2.5, "3", None, True]
+#: a cosine dimension where None (normal scores) is valid
+D_BAD = [NAN, INF, "x", 1 + 2j, 1]
 PROB = [[0.5, 0.6], [-0.1, 1.1], [NAN, 1.0], "p", None, 0.5]
 
 
@@ -71,6 +73,16 @@ SPECS: dict[str, tuple[dict, dict]] = {
     "entropy.softmax_entropy": ({"s": [1.0, 2.0], "alpha": 1.0}, {"s": [[NAN, 1.0], "s", None], "alpha": POSITIVE, "axis": [7]}),
     "entropy.mean_field_entropy_normal": ({"alpha": 1.0, "n": 64}, {"alpha": POSITIVE, "n": LENGTH}),
     "entropy.mean_field_entropy_cosine": ({"alpha": 3.0, "n": 64, "d": 32}, {"alpha": POSITIVE, "n": LENGTH, "d": REAL + [1, 0, -4]}),
+    "exact.expected_sum_p2": ({"n": 64, "alpha": 1.0}, {"n": LENGTH + [1e16], "alpha": REAL + [-1.0, 2e4], "d": D_BAD + [0, 2.5, 70000]}),
+    "exact.expected_half_l1": ({"n": 64, "alpha": 1.0}, {"n": LENGTH, "alpha": REAL + [-1.0], "d": D_BAD}),
+    "exact.expected_entropy": ({"n": 64, "alpha": 1.0}, {"n": LENGTH, "alpha": REAL + [-1.0], "d": D_BAD}),
+    "exact.near_tie_limit": ({"n": 64}, {"n": LENGTH, "d": D_BAD}),
+    "exact.near_tie_correction": ({"n": 64}, {"n": LENGTH, "d": D_BAD + [4]}),
+    "exact.needle_weight": ({"n": 64, "alpha": 1.0, "gap": 3.0}, {"n": LENGTH, "alpha": REAL + [-1.0], "gap": REAL + [-40.0], "d": D_BAD}),
+    "exact.needle_sum_p2": ({"n": 64, "alpha": 1.0, "gap": 0.5, "d": 16}, {"n": LENGTH, "alpha": REAL + [-1.0], "gap": REAL + [1.5], "d": D_BAD}),
+    "exact.needle_entropy": ({"n": 64, "alpha": 1.0, "gap": 3.0}, {"n": LENGTH, "alpha": REAL + [-1.0], "gap": REAL, "d": D_BAD}),
+    "exact.needle_weight_mean_field": ({"n": 64, "alpha": 1.0, "gap": 3.0}, {"n": LENGTH, "alpha": REAL + [-1.0], "gap": REAL, "d": D_BAD}),
+    "exact.expected_sum_p2_shared_query": ({"n": 64, "alpha": 1.0, "d": 16}, {"n": LENGTH, "alpha": REAL + [-1.0], "d": REAL + [0, None]}),
     "montecarlo.collision_and_gradient": ({"scores": lambda: _rng().normal(size=(4, 8)), "alphas": [1.0, 2.0]},
                                           {"scores": [[[NAN, 1.0]], "s", None, [1.0, 2.0]], "alphas": POSITIVE, "chunk": COUNT}),
     "montecarlo.row_optimum": ({"scores": lambda: _rng().normal(size=(3, 16))},
