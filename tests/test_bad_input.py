@@ -87,6 +87,8 @@ SPECS: dict[str, tuple[dict, dict]] = {
                                           {"scores": [[[NAN, 1.0]], "s", None, [1.0, 2.0]], "alphas": POSITIVE, "chunk": COUNT}),
     "montecarlo.row_optimum": ({"scores": lambda: _rng().normal(size=(3, 16))},
                                {"scores": [[[NAN, 1.0]], "s", None], "lo": POSITIVE, "hi": POSITIVE + [0.01], "iterations": COUNT}),
+    "montecarlo.typical_row_optimum": ({"scores": lambda: _rng().normal(size=(4, 8))},
+                                       {"scores": [[[NAN, 1.0]], [1.0, 2.0], [[1.0]], "s", None], "measure": [None, 3.0], "lo": POSITIVE, "hi": POSITIVE + [0.01]}),
     "montecarlo.gap_density_at_zero": ({"n": 16}, {"n": COUNT + [1]}),
     "montecarlo.rem_collision": ({"alpha": 1.0, "n": 64}, {"alpha": POSITIVE, "n": LENGTH}),
     "optimum.collision_normal": ({"alpha": 1.0, "n": 64}, {"alpha": POSITIVE, "n": LENGTH}),

@@ -59,3 +59,23 @@ def test_bad_input(call, words):
     with pytest.raises(ValueError) as info:
         call()
     assert words in str(info.value)
+
+
+def test_typical_row_optimum_matches_a_dense_grid():
+    """The bounded search agrees with the argmax of the mean log over a dense grid,
+    computed by the other kernel (collision_and_gradient)."""
+    from attnscale.montecarlo import typical_row_optimum
+
+    rows = np.random.default_rng(5).standard_normal((200, 128))
+    grid = np.geomspace(0.3, 60.0, 4001)  # ratio 1.0013 between neighbours
+    _, grad = collision_and_gradient(rows, grid)
+    best = grid[int(np.argmax(np.log(grad).mean(axis=1)))]
+    assert typical_row_optimum(rows) == pytest.approx(best, rel=3e-3)
+
+
+def test_typical_row_optimum_rejects_a_measure_that_is_not_positive():
+    from attnscale.montecarlo import typical_row_optimum
+
+    rows = np.random.default_rng(5).standard_normal((10, 8))
+    with pytest.raises(ValueError, match="measure"):
+        typical_row_optimum(rows, lambda p, a: -np.ones(p.shape[0]))

@@ -9,14 +9,18 @@ accuracy.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.integrate import quad
+from scipy.optimize import minimize_scalar
 from scipy.special import log_ndtr
 
 from . import _validate as v
+from .softmax import gradient_l1, softmax
 
-__all__ = ["collision_and_gradient", "row_optimum", "gap_density_at_zero", "rem_collision"]
+__all__ = ["collision_and_gradient", "row_optimum", "typical_row_optimum", "gap_density_at_zero", "rem_collision"]
 
 
 def _shifted_rows(scores: ArrayLike) -> NDArray[np.float64]:
@@ -92,6 +96,43 @@ def row_optimum(scores: ArrayLike, lo: float = 0.05, hi: float = 1e4, iterations
         fc, fd = np.where(left, f_fresh, fd), np.where(left, fc, f_fresh)
         c, d = c_new, d_new
     return np.exp(0.5 * (a + b))
+
+
+def typical_row_optimum(
+    scores: ArrayLike,
+    measure: Callable[[NDArray, float], NDArray] = gradient_l1,
+    lo: float = 0.3,
+    hi: float = 60.0,
+) -> float:
+    """The book's *typical row* optimum: the scale that maximises the geometric mean
+    over rows of a positive row statistic, ``exp(mean_rows log measure(p, alpha))``
+    with ``p = softmax(alpha s)`` (default: ``alpha (1 - sum p^2)``).
+
+    The geometric mean is the book's one summary of a positive, multiplicative row
+    quantity (``notation.md``): the arithmetic mean is carried by rare near-tied rows,
+    the median ignores how badly the other rows saturate. The search is a bounded
+    scalar minimisation over ``log alpha`` in ``[lo, hi]`` to ``1e-4`` in ``log alpha``.
+    ``measure(p, alpha)`` takes the rows' probabilities and the scale and returns one
+    positive value per row (for instance :func:`attnscale.softmax.jacobian_frobenius`).
+    """
+    rows = np.asarray(v.finite(scores, "scores"), dtype=float)
+    if rows.ndim != 2 or rows.shape[1] < 2:
+        raise ValueError(f"scores must be a 2-d array of rows with at least two keys, got shape {rows.shape}")
+    if not callable(measure):
+        raise TypeError(f"measure must be a function of (p, alpha), got {type(measure).__name__}")
+    lo, hi = float(v.positive(v.real_number(lo, "lo"), "lo")), float(v.positive(v.real_number(hi, "hi"), "hi"))
+    if not lo < hi:
+        raise ValueError(f"need lo < hi, got lo={lo!r}, hi={hi!r}")
+
+    def objective(log_alpha: float) -> float:
+        a = float(np.exp(log_alpha))
+        values = np.asarray(measure(softmax(rows, a), a), dtype=float)
+        if values.shape != (rows.shape[0],) or not np.all(values > 0):
+            raise ValueError(f"measure must return one positive value per row; got shape {values.shape} at alpha = {a:.4g}")
+        return -float(np.mean(np.log(values)))
+
+    found = minimize_scalar(objective, bounds=(np.log(lo), np.log(hi)), method="bounded", options={"xatol": 1e-4})
+    return float(np.exp(found.x))
 
 
 def gap_density_at_zero(n: int) -> float:
