@@ -17,7 +17,7 @@ import math
 import numpy as np
 import pytest
 
-MODULES = ["checks", "claims", "entropy", "exact", "montecarlo", "optimum", "plotting", "reproducibility", "scores",
+MODULES = ["checks", "claims", "entropy", "exact", "lengthrules", "montecarlo", "optimum", "plotting", "reproducibility", "scores",
            "softmax", "special", "symbolic", "training"]
 
 NAN, INF = float("nan"), float("inf")
@@ -83,6 +83,17 @@ SPECS: dict[str, tuple[dict, dict]] = {
     "exact.needle_entropy": ({"n": 64, "alpha": 1.0, "gap": 3.0}, {"n": LENGTH, "alpha": REAL + [-1.0], "gap": REAL, "d": D_BAD}),
     "exact.needle_weight_mean_field": ({"n": 64, "alpha": 1.0, "gap": 3.0}, {"n": LENGTH, "alpha": REAL + [-1.0], "gap": REAL, "d": D_BAD}),
     "exact.expected_sum_p2_shared_query": ({"n": 64, "alpha": 1.0, "d": 16}, {"n": LENGTH, "alpha": REAL + [-1.0], "d": REAL + [0, None]}),
+    "lengthrules.fixed": ({"n": 2048}, {"n": LENGTH}),
+    "lengthrules.log512": ({"n": 2048}, {"n": LENGTH, "base": REAL + [1.0, 0.5]}),
+    "lengthrules.qwen_logn": ({"n": 2048}, {"n": LENGTH, "n_train": REAL + [1.0, 0.5]}),
+    "lengthrules.yarn": ({"n": 2048}, {"n": LENGTH, "n_train": REAL + [1.0, 0.5]}),
+    "lengthrules.ssmax": ({"n": 2048}, {"n": LENGTH, "s": POSITIVE}),
+    "lengthrules.longrope": ({"n": 2048}, {"n": LENGTH, "n_train": REAL + [1.0, 0.5]}),
+    "lengthrules.chiang_cholak": ({"n": 2048}, {"n": LENGTH}),
+    "lengthrules.alpha_constant_needle": ({"n": 2048, "gap": 5.0}, {"n": LENGTH + [1.5], "gap": REAL, "target": [NAN, INF, "x", 1 + 2j, 0.0, 1.5, 1e-4], "n_train": REAL + [1.0]}),
+    "lengthrules.alpha_constant_entropy": ({"n": 2048}, {"n": LENGTH + [256], "target": [NAN, INF, "x", 1 + 2j, 0.0, -1.0], "n_train": REAL + [1.0]}),
+    "lengthrules.rule_alpha": ({"rule": "yarn", "n": 2048}, {"rule": ["softmax", None, 3.0], "n": LENGTH, "n_train": REAL + [1.0], "gap": REAL}),
+    "lengthrules.evaluate": ({"rule": "log512", "n": 2048}, {"rule": ["softmax", None, [-1.0], [NAN]], "n": LENGTH + [1.5, 1e16], "gap": REAL + [-40.0], "n_train": REAL + [1.0]}),
     "montecarlo.collision_and_gradient": ({"scores": lambda: _rng().normal(size=(4, 8)), "alphas": [1.0, 2.0]},
                                           {"scores": [[[NAN, 1.0]], "s", None, [1.0, 2.0]], "alphas": POSITIVE, "chunk": COUNT}),
     "montecarlo.row_optimum": ({"scores": lambda: _rng().normal(size=(3, 16))},
