@@ -17,7 +17,7 @@ import math
 import numpy as np
 import pytest
 
-MODULES = ["checks", "claims", "entropy", "exact", "lengthrules", "montecarlo", "optimum", "plotting", "reproducibility", "scores",
+MODULES = ["checks", "claims", "entropy", "exact", "lengthrules", "montecarlo", "recommend", "optimum", "plotting", "reproducibility", "scores",
            "softmax", "special", "symbolic", "training"]
 
 NAN, INF = float("nan"), float("inf")
@@ -94,6 +94,8 @@ SPECS: dict[str, tuple[dict, dict]] = {
     "lengthrules.alpha_constant_entropy": ({"n": 2048}, {"n": LENGTH + [256], "target": [NAN, INF, "x", 1 + 2j, 0.0, -1.0], "n_train": REAL + [1.0]}),
     "lengthrules.rule_alpha": ({"rule": "yarn", "n": 2048}, {"rule": ["softmax", None, 3.0], "n": LENGTH, "n_train": REAL + [1.0], "gap": REAL}),
     "lengthrules.evaluate": ({"rule": "log512", "n": 2048}, {"rule": ["softmax", None, [-1.0], [NAN]], "n": LENGTH + [1.5, 1e16], "gap": REAL + [-40.0], "n_train": REAL + [1.0]}),
+    "recommend.recommend": ({"n": 512, "d": 64}, {"n": LENGTH + [1e16], "d": COUNT, "scores": ["bilinear", None, 3]}),
+    "recommend.report": ({"n": 512, "d": 64}, {"n": LENGTH, "d": COUNT, "scores": ["bilinear", None]}),
     "montecarlo.collision_and_gradient": ({"scores": lambda: _rng().normal(size=(4, 8)), "alphas": [1.0, 2.0]},
                                           {"scores": [[[NAN, 1.0]], "s", None, [1.0, 2.0]], "alphas": POSITIVE, "chunk": COUNT}),
     "montecarlo.row_optimum": ({"scores": lambda: _rng().normal(size=(3, 16))},
@@ -156,7 +158,7 @@ SPECS: dict[str, tuple[dict, dict]] = {
 }
 
 #: display helpers and plain data classes, exercised elsewhere
-EXEMPT = {"symbolic.GeneralSoftmax", "symbolic.general_softmax", "symbolic.show_math", "plotting.show_figure", "reproducibility.Comparison"}
+EXEMPT = {"recommend.Scale", "recommend.main", "symbolic.GeneralSoftmax", "symbolic.general_softmax", "symbolic.show_math", "plotting.show_figure", "reproducibility.Comparison"}
 
 
 def _public() -> set[str]:

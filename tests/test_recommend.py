@@ -1,0 +1,117 @@
+"""attnscale.recommend: the scales against independent routes, the CLI, and the
+introduction's "answers at a glance" tables against the library."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import mpmath as mp
+import pytest
+
+from attnscale import exact
+from attnscale.recommend import main, recommend, report
+
+INTRO = Path(__file__).resolve().parents[1] / "intro.md"
+
+
+def _by_name(rows):
+    return {r.name: r for r in rows}
+
+
+@pytest.mark.parametrize("n", [64, 512, 4096, 1e6])
+def test_dot_scales_against_independent_routes(n):
+    rows = _by_name(recommend(n, 64))
+    with mp.workdps(30):
+        lambert = mp.sqrt(mp.lambertw(mp.sqrt(mp.e) * n / 2) - mp.mpf(1) / 2)  # the closed form of chapter 5
+    assert rows["mean_field"].alpha == pytest.approx(float(lambert), rel=1e-13)
+    assert rows["freezing"].alpha == pytest.approx(math.sqrt(2 * math.log(n)), rel=1e-15)
+    assert rows["usual"].alpha == 1.0 and rows["usual"].factor == pytest.approx(1 / 8)
+    limit = exact.near_tie_limit(n)
+    assert exact.expected_half_l1(n, rows["ninety"].alpha) / limit == pytest.approx(0.9, rel=1e-9)
+    for r in rows.values():
+        assert r.share == pytest.approx(r.gradient / limit, rel=1e-14)
+    # the order the book states: usual < mean field < freezing, and the gradient rises with alpha
+    assert rows["usual"].alpha < rows["mean_field"].alpha < rows["freezing"].alpha
+    ordered = sorted(rows.values(), key=lambda r: r.alpha)
+    assert all(a.gradient < b.gradient for a, b in zip(ordered, ordered[1:]))
+
+
+def test_cosine_scales():
+    rows = _by_name(recommend(512, 128, "cosine"))
+    assert set(rows) == {"mean_field", "ninety"}
+    assert exact.expected_half_l1(512, rows["ninety"].alpha, 128) / exact.near_tie_limit(512, 128) == pytest.approx(0.9, rel=1e-9)
+    assert rows["mean_field"].factor == rows["mean_field"].alpha  # the scale multiplies the cosine itself
+
+
+@pytest.mark.parametrize(
+    "kwargs, word",
+    [({"n": 1, "d": 64}, "n"), ({"n": float("nan"), "d": 64}, "n"), ({"n": 1e16, "d": 64}, "n"), ({"n": 512, "d": 0}, "d"),
+     ({"n": 512, "d": 2, "scores": "cosine"}, "d"), ({"n": 512, "d": 64, "scores": "bilinear"}, "scores"), ({"n": 512, "d": 2.5}, "d")],
+)
+def test_bad_input_names_the_argument(kwargs, word):
+    with pytest.raises((ValueError, TypeError), match=word):
+        recommend(**kwargs)
+
+
+def test_command_line(capsys):
+    assert main(["recommend", "--n", "512", "--d", "64"]) == 0
+    out = capsys.readouterr().out
+    assert out.strip() == report(512, 64).strip()
+    assert "2.008" in out and "3.532" in out
+    with pytest.raises(SystemExit) as err:
+        main(["recommend", "--n", "1", "--d", "64"])
+    assert err.value.code == 2
+    assert "n must be" in capsys.readouterr().err
+
+
+def _glance() -> str:
+    text = INTRO.read_text(encoding="utf-8")
+    start = text.index("(sec-glance)=")
+    return text[start : text.index("## How to read it", start)]
+
+
+def test_intro_dot_table_is_the_library_s():
+    glance = _glance()
+    a, b = _by_name(recommend(512, 64)), _by_name(recommend(4096, 64))
+    labels = {"usual": r"usual, $1/\sqrt d$", "mean_field": "mean-field optimum (the notes' criterion)",
+              "freezing": r"freezing point $\sqrt{2\log n}$", "ninety": "90% of the exact gradient's limit"}
+    for name, label in labels.items():
+        fa = "1" if name == "usual" else f"{a[name].alpha:.2f}"
+        fb = "1" if name == "usual" else f"{b[name].alpha:.2f}"
+        row = f"| {label} | {fa} | {a[name].gradient:.3f} | {fb} | {b[name].gradient:.3f} |"
+        assert row in glance, f"intro.md should contain the row {row}"
+
+
+def test_intro_cosine_table_is_the_library_s():
+    glance = _glance()
+    a, b = _by_name(recommend(512, 128, "cosine")), _by_name(recommend(4096, 128, "cosine"))
+    for name, label in (("mean_field", "mean-field optimum"), ("ninety", "90% of the exact gradient's limit")):
+        row = f"| {label} | {a[name].alpha:.1f} | {b[name].alpha:.1f} |"
+        assert row in glance, f"intro.md should contain the row {row}"
+
+
+def test_intro_prose_numbers():
+    glance = _glance()
+    # "2.5 ... below the freezing point for every n >= 23"
+    assert math.sqrt(2 * math.log(23)) > 2.5 > math.sqrt(2 * math.log(22)) and r"$n \ge 23$" in glance
+    # "0.84 sqrt(log 512) ... it is 2.10"
+    assert f"{0.84 * math.sqrt(math.log(512)):.2f}" == "2.10" and "it is 2.10" in glance
+    # "off by a factor of 2 to 5": the mean-field overestimate of E sum p^2 at alpha* for n = 64 .. 1e6 (chapter 7)
+    from attnscale.optimum import alpha_star_normal, collision_normal
+
+    ratios = [collision_normal(alpha_star_normal(n), n) / exact.expected_sum_p2(n, alpha_star_normal(n)) for n in (64, 1e6)]
+    assert 1.8 < ratios[0] < 2.0 and 5.0 < ratios[1] < 5.5 and "a factor of\n  2 to 5" in glance
+    # "to about 4 at n = 2^20": the constant-entropy and constant-needle scales (chapter 8)
+    from attnscale.lengthrules import alpha_constant_entropy, alpha_constant_needle
+
+    assert re.search(r"grow to about 4 at \$n = 2\^\{20\}\$", glance)
+    assert round(alpha_constant_entropy(2.0**20)) == 4 and round(alpha_constant_needle(2.0**20)) == 4
+    from attnscale import lengthrules as lr
+
+    n = 2.0**20
+    in_use = [lr.log512(n), lr.qwen_logn(n), lr.longrope(n), lr.yarn(n)]
+    assert f"{min(in_use):.2f} to {max(in_use):.2f} there" in glance.replace("\n  ", " ")
+    assert max(in_use) < min(alpha_constant_entropy(n), alpha_constant_needle(n))
+    assert min(lr.ssmax(n), lr.chiang_cholak(n)) > max(alpha_constant_entropy(n), alpha_constant_needle(n))
