@@ -95,6 +95,7 @@ SPECS: dict[str, tuple[dict, dict]] = {
     "lengthrules.rule_alpha": ({"rule": "yarn", "n": 2048}, {"rule": ["softmax", None, 3.0], "n": LENGTH, "n_train": REAL + [1.0], "gap": REAL}),
     "lengthrules.evaluate": ({"rule": "log512", "n": 2048}, {"rule": ["softmax", None, [-1.0], [NAN]], "n": LENGTH + [1.5, 1e16], "gap": REAL + [-40.0], "n_train": REAL + [1.0]}),
     "recommend.recommend": ({"n": 512, "d": 64}, {"n": LENGTH + [1e16], "d": COUNT, "scores": ["bilinear", None, 3]}),
+    "recommend.scale_at_share": ({"n": 512}, {"n": LENGTH, "share": REAL + [0.0, 1.0, 1.5], "d": D_BAD + [2]}),
     "recommend.report": ({"n": 512, "d": 64}, {"n": LENGTH, "d": COUNT, "scores": ["bilinear", None]}),
     "montecarlo.collision_and_gradient": ({"scores": lambda: _rng().normal(size=(4, 8)), "alphas": [1.0, 2.0]},
                                           {"scores": [[[NAN, 1.0]], "s", None, [1.0, 2.0]], "alphas": POSITIVE, "chunk": COUNT}),

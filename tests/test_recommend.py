@@ -115,3 +115,13 @@ def test_intro_prose_numbers():
     assert f"{min(in_use):.2f} to {max(in_use):.2f} there" in glance.replace("\n  ", " ")
     assert max(in_use) < min(alpha_constant_entropy(n), alpha_constant_needle(n))
     assert min(lr.ssmax(n), lr.chiang_cholak(n)) > max(alpha_constant_entropy(n), alpha_constant_needle(n))
+
+
+@pytest.mark.parametrize("n, share, d", [(512, 0.9, None), (64, 0.5, None), (4096, 0.6, 128), (1e6, 0.99, None)])
+def test_scale_at_share(n, share, d):
+    from attnscale.recommend import scale_at_share
+
+    a = scale_at_share(n, share, d)
+    assert exact.expected_half_l1(n, a, d) == pytest.approx(share * exact.near_tie_limit(n, d), rel=1e-9)
+    # monotone in the share
+    assert scale_at_share(n, share * 0.9, d) < a

@@ -31,7 +31,7 @@ from . import _validate as v
 from . import exact
 from .optimum import alpha_star_cosine, alpha_star_normal
 
-__all__ = ["Scale", "recommend", "report", "main"]
+__all__ = ["Scale", "scale_at_share", "recommend", "report", "main"]
 
 NINETY = 0.9  # the share of the limit that defines the "ninety" scale
 
@@ -50,16 +50,26 @@ class Scale:
     chapter: str
 
 
-def _ninety(n: float, d: int | None, limit: float) -> float:
-    """The ``alpha`` at which the exact expected gradient reaches 90% of its limit."""
+def scale_at_share(n: float, share: float = NINETY, d: int | None = None) -> float:
+    """The ``alpha`` at which the exact expected gradient ``alpha (1 - E sum p^2)`` reaches
+    ``share`` (in ``(0, 1)``) of its large-``alpha`` limit :func:`attnscale.exact.near_tie_limit`,
+    for ``n`` keys with normal (``d=None``) or cosine scores (``d >= 3``). The gradient rises
+    monotonically to its limit, so the root is unique; it is bracketed by doubling and
+    found by Brent's method to ``1e-10``."""
+    length = float(v.lengths(n, "n"))
+    fraction = v.real_number(share, "share")
+    if not 0 < fraction < 1:
+        raise ValueError(f"share must lie strictly between 0 and 1, got {fraction!r}")
+    law = None if d is None else v.integer_at_least(d, "d", 3)
+    limit = float(exact.near_tie_limit(length, law))
 
     def gap(a: float) -> float:
-        return float(exact.expected_half_l1(n, a, d)) / limit - NINETY
+        return float(exact.expected_half_l1(length, a, law)) / limit - fraction
 
-    hi = 4.0 if d is None else 4.0 * math.sqrt(d)
-    while gap(hi) < 0:  # the gradient rises monotonically to its limit
+    hi = 4.0 if law is None else 4.0 * math.sqrt(law)
+    while gap(hi) < 0:
         hi *= 2.0
-    return float(brentq(gap, 1e-3, hi, xtol=1e-10, rtol=1e-12))
+    return float(brentq(gap, 1e-6, hi, xtol=1e-10, rtol=1e-12))
 
 
 def recommend(n: float, d: int, scores: str = "dot") -> list[Scale]:
@@ -83,7 +93,7 @@ def recommend(n: float, d: int, scores: str = "dot") -> list[Scale]:
         picks.append(("freezing", math.sqrt(2.0 * math.log(length)), "ch-beyond-mean-field"))
     else:
         picks.append(("mean_field", float(alpha_star_cosine(length, dim)), "ch-cosine"))
-    picks.append(("ninety", _ninety(length, law, limit), "ch-beyond-mean-field"))
+    picks.append(("ninety", scale_at_share(length, NINETY, law), "ch-beyond-mean-field"))
     out = []
     for name, a, chapter in picks:
         g = float(exact.expected_half_l1(length, a, law))
