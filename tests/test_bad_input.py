@@ -59,6 +59,7 @@ SPECS: dict[str, tuple[dict, dict]] = {
     "softmax.logsumexp": ({"s": [1.0, 2.0], "alpha": 1.0, "axis": -1}, {"s": [[NAN, 1.0], [INF, 1.0], "s", None, []], "alpha": POSITIVE, "axis": [5, 1.5, "a"]}),
     "softmax.log_softmax": ({"s": [1.0, 2.0], "alpha": 1.0}, {"s": [[NAN, 1.0], [INF, 1.0], "s", None], "alpha": POSITIVE, "axis": [5, None]}),
     "softmax.softmax": ({"s": [1.0, 2.0], "alpha": 1.0}, {"s": [[NAN, 1.0], [INF, 1.0], [-INF, -INF], "s", None, 3.0], "alpha": POSITIVE + [[1.0, 2.0, 3.0]], "axis": [5, None]}),
+    "softmax.power_weights": ({"s": [1.0, -2.0, 3.0]}, {"s": [[NAN, 1.0], [INF, 1.0], [-1.0, -2.0], "s", None], "m": REAL + [0.0, -1.0], "scale": POSITIVE, "axis": [5, None]}),
     "softmax.softmax_jacobian": ({"p": P, "alpha": 1.0}, {"p": PROB, "alpha": POSITIVE}),
     "softmax.jacobian_half_l1": ({"J": np.eye(2)}, {"J": [np.ones((2, 3)), [[NAN, 0], [0, 1]], "J", None, 1.0]}),
     "softmax.gradient_l1": ({"p": P, "alpha": 1.0}, {"p": PROB, "alpha": POSITIVE}),

@@ -215,3 +215,23 @@ def test_saturated_rows_keep_relative_accuracy():
         exact_l1 = float(1 - (1 / (1 + 2 * e)) ** 2 - 2 * (e / (1 + 2 * e)) ** 2)
     np.testing.assert_allclose(softmax_jacobian(p)[2, 2], exact_diag, rtol=1e-13)
     np.testing.assert_allclose(gradient_l1(p), exact_l1, rtol=1e-13)
+
+
+def test_power_weights_is_normalised_relu_power_and_a_softmax_of_log_scores():
+    from attnscale.softmax import power_weights
+
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((50, 16))
+    x[:, 0] = np.abs(x[:, 0]) + 0.1  # every row has a positive score
+    for m in (1.0, 2.0, 3.5):
+        direct = np.maximum(x, 0) ** m
+        direct /= direct.sum(axis=1, keepdims=True)
+        w = power_weights(x, m)
+        np.testing.assert_allclose(w, direct, rtol=1e-13, atol=0)
+        with np.errstate(divide="ignore"):
+            logits = np.log(np.maximum(x, 0))  # -inf where x <= 0
+        np.testing.assert_allclose(w, softmax(logits, m), rtol=1e-13, atol=0)
+        np.testing.assert_allclose(power_weights(x, m, scale=1e3), w, rtol=1e-13, atol=0)
+    assert np.all(power_weights(x)[x <= 0] == 0)
+    with pytest.raises(ValueError, match="positive score"):
+        power_weights([[1.0, 2.0], [-1.0, 0.0]])

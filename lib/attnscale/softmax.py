@@ -16,6 +16,7 @@ __all__ = [
     "logsumexp",
     "log_softmax",
     "softmax",
+    "power_weights",
     "softmax_jacobian",
     "jacobian_half_l1",
     "gradient_l1",
@@ -94,6 +95,32 @@ def softmax(s: ArrayLike, alpha: ArrayLike = 1.0, axis: int = -1) -> NDArray[np.
     """
     arr, a, ax = _logits(s, alpha, axis)
     z, _ = _shifted(arr, a, ax)
+    e = np.exp(z)
+    return e / np.sum(e, axis=ax, keepdims=True)
+
+
+def power_weights(s: ArrayLike, m: float = 2.0, scale: ArrayLike = 1.0, axis: int = -1) -> NDArray[np.float64]:
+    """Normalised ``relu^m`` attention weights ``relu(scale s_i)^m / sum_j relu(scale s_j)^m``
+    along ``axis`` (``m = 2`` with a learned normaliser is the third remedy for GAU in the
+    book's chapter on softmax). Where a row has a positive score this equals
+    ``softmax(m log relu(s))`` with the logits of non-positive scores at ``-inf``; a row
+    with no positive score has no weights (``0/0``) and raises ``ValueError``. ``scale``
+    (``> 0``) cancels: the weights are positively homogeneous of degree 0 in it.
+    Computed as ``exp(m (log s_i - max_j log s_j))`` so no power overflows.
+    """
+    arr = v.at_least_1d(v.finite(s, "s"), "s")
+    degree = v.real_number(m, "m")
+    if not degree > 0:
+        raise ValueError(f"m must be > 0, got {degree!r}")
+    a = v.positive(scale, "scale")
+    ax = v.axis_index(axis, arr.ndim)
+    x = arr * a
+    positive = x > 0
+    if not np.all(np.any(positive, axis=ax)):
+        raise ValueError("s must have a positive score in every row (relu^m weights of a row with none are 0/0)")
+    with np.errstate(divide="ignore"):
+        logs = np.where(positive, np.log(np.where(positive, x, 1.0)), -np.inf)
+    z = degree * (logs - np.max(logs, axis=ax, keepdims=True))
     e = np.exp(z)
     return e / np.sum(e, axis=ax, keepdims=True)
 
