@@ -1,0 +1,63 @@
+"""Recomputations of tables, arithmetic, published numbers, the largest-entry optimum and the Part IV sweep."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..montecarlo import typical_row_optimum
+from ..softmax import jacobian_max_entry
+from ._registry import inputs, register
+
+
+@register
+def log_n_values(rec: dict) -> list[float]:
+    """log n by mpmath at each n."""
+    import mpmath as mp
+
+    return [float(mp.log(n)) for n in inputs(rec)["n"]]
+
+
+@register
+def relative_error_columns(rec: dict) -> list[float]:
+    """The 'error' column recomputed from the source's own two columns, in percent."""
+    theo, exp = np.array(inputs(rec)["theoretical"]), np.array(inputs(rec)["experimental"])
+    return (100 * (exp - theo) / theo).tolist()
+
+
+@register
+def rate_example(rec: dict) -> float:
+    """eta_old * alpha_old / alpha_new for the source's example (1e-4, 1 -> 2.5)."""
+    i = inputs(rec)
+    return float(i["eta"] * i["alpha_old"] / i["alpha_new"])
+
+
+@register
+def head_product(rec: dict) -> float:
+    """h * d_k, for comparison with the stated d_model."""
+    return float(inputs(rec)["h"] * inputs(rec)["d_k"])
+
+
+@register
+def published_values(rec: dict) -> list[float]:
+    """The numbers the cited paper publishes (the record's ``published`` entry, with its source),
+    compared with what the note says it publishes."""
+    return [float(x) for x in rec["published"]["values"]]
+
+
+@register
+def max_entry_optimum_largest(rec: dict) -> float:
+    """The largest, over n = 16, 64, 256, 1024, typical-row optimum of the largest Jacobian entry
+    (montecarlo.typical_row_optimum, 500 rows of normal scores per n, seed 22); the claim: at most 5."""
+    rng = np.random.default_rng(22)
+    return max(typical_row_optimum(rng.standard_normal((500, n)), jacobian_max_entry) for n in (16, 64, 256, 1024))
+
+
+@register
+def lr_rule_exponent(rec: dict) -> float:
+    """The pooled exponent s of eta_best ~ alpha^s over the dot cells of the
+    stored sweep for one optimiser (chapters/data/training_<optimizer>.json)."""
+    from ..training import DATA, load_sweep, lr_exponent
+
+    opt = inputs(rec)["optimizer"]
+    cells = [c for c in load_sweep(DATA / f"training_{opt}.json")["cells"] if c["kind"] == "dot"]
+    return lr_exponent(cells)[0]
