@@ -146,6 +146,15 @@ SPECS: dict[str, tuple[dict, dict]] = {
     "training.loss_and_grads": ({"params": _params, "data": _data, "alpha": 1.0, "kind": "dot"}, {"params": [None, {}], "data": [None, {}], "alpha": POSITIVE, "kind": ["bilinear", None]}),
     "training.bilinear_gradient": ({"params": _params, "data": _data, "alpha": 1.0}, {"params": [None, {}], "data": [None, {}], "alpha": POSITIVE}),
     "training.identity_alignment": ({"G": np.eye(3)}, {"G": [np.zeros((3, 3)), np.ones((2, 3)), [[NAN]], "G", None]}),
+    "training.at_grid_edge": ({"best_lr": [0, 1, 3], "rates": 4}, {"best_lr": [[4], [0.5], [-1], [NAN], "b", None], "rates": COUNT + [1]}),
+    "training.final_loss_summary": ({"final_loss": [[0.1, 0.2], [0.3, 0.4]]}, {"final_loss": [[0.1], [NAN, 0.1], [-0.1, 0.2], "f", None, 0.5]}),
+    "training.paired_comparison": ({"a": [20, 40, 60], "b": [20, 20, 80], "resamples": 200},
+                                   {"a": [[NAN, 1, 2], [-INF, 1, 2], [1, 2], [], "a", None], "b": [[1, NAN, 2], [1, 2], "b", None],
+                                    "resamples": COUNT + [10], "seed": [-1, 2.5, "s", None], "level": [0.0, 1.0, NAN, "l", None]}),
+    "training.within_strata_correlation": ({"x": [1, 2, 3, 4], "y": [2, 1, 4, 3], "strata": [0, 0, 1, 1], "permutations": 200},
+                                           {"x": [[NAN, 2, 3, 4], [1, 2], "x", None], "y": [[1, 2, NAN, 4], [1, 2], "y", None],
+                                            "strata": [[0, 0], "s", None, [NAN, 0, 1, 1]], "permutations": COUNT + [10], "seed": [-1, "s", None]}),
+    "training.holm": ({"p_values": [0.01, 0.04]}, {"p_values": [[NAN], [1.5], [-0.1], [], "p", None]}),
     "training.train": ({"seed": 0, "n": 4, "d": 4, "kind": "dot", "alphas": [1.0], "lrs": [1e-2], "seeds": 1, "steps": 1, "eval_size": 4},
                        {"seed": [NAN, "s", None, -1], "n": COUNT + [1], "d": COUNT, "kind": ["bilinear"], "alphas": POSITIVE + [[]], "lrs": POSITIVE + [[]],
                         "seeds": COUNT, "steps": COUNT, "batch": COUNT, "noise": REAL + [-1.0], "c": COUNT, "optimizer": ["lion", None], "eval_every": COUNT, "eval_size": COUNT}),
@@ -160,7 +169,7 @@ SPECS: dict[str, tuple[dict, dict]] = {
 }
 
 #: display helpers and plain data classes, exercised elsewhere
-EXEMPT = {"recommend.Scale", "recommend.main", "symbolic.GeneralSoftmax", "symbolic.general_softmax", "symbolic.show_math", "plotting.show_figure", "reproducibility.Comparison"}
+EXEMPT = {"training.PairedComparison", "training.StratifiedCorrelation", "recommend.Scale", "recommend.main", "symbolic.GeneralSoftmax", "symbolic.general_softmax", "symbolic.show_math", "plotting.show_figure", "reproducibility.Comparison"}
 
 
 def _public() -> set[str]:

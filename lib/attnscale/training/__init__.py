@@ -7,14 +7,26 @@ Submodules, one job each:
   exact gradients (dot and cosine scores);
 - ``attnscale.training.loop``: training many models at once (Adam, SGD),
   held-out evaluation, divergence marking;
-- ``attnscale.training.stats``: steps to target, best rate, rate exponent;
+- ``attnscale.training.stats``: steps to target, best rate, rate exponent, and the
+  paired tests, bootstrap intervals and stratified correlations of the analysis;
 - ``attnscale.training.sweep``: the sweep's settings, one cell's run, the
   stored results and the command ``python -m attnscale.training``.
 """
 
 from .loop import LIMIT, OPTIMIZERS, train
 from .model import KINDS, bilinear_gradient, forward, identity_alignment, init_params, loss_and_grads, sample_batch
-from .stats import best_lr_index, lr_exponent, steps_to_target
+from .stats import (
+    PairedComparison,
+    StratifiedCorrelation,
+    at_grid_edge,
+    best_lr_index,
+    final_loss_summary,
+    holm,
+    lr_exponent,
+    paired_comparison,
+    steps_to_target,
+    within_strata_correlation,
+)
 from .sweep import DATA, DOT_ALPHAS, SWEEP, load_sweep, run_config, sweep_scales
 
 __all__ = [
@@ -37,4 +49,11 @@ __all__ = [
     "best_lr_index",
     "lr_exponent",
     "load_sweep",
+    "at_grid_edge",
+    "final_loss_summary",
+    "PairedComparison",
+    "paired_comparison",
+    "StratifiedCorrelation",
+    "within_strata_correlation",
+    "holm",
 ]
