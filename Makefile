@@ -18,7 +18,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 CHAPTERS := $(sort $(wildcard chapters/*.ipynb))
 
-.PHONY: help venv book lab pdf mutate test lint test-lib test-notebooks test-site test-browser test-portable bench sweep execute freeze clean
+.PHONY: help venv book lab pdf mutate test lint test-lib test-notebooks test-site test-browser test-portable bench timings sweep execute freeze clean
 
 help:
 	@echo "make book      build the site into _build/html"
@@ -29,6 +29,7 @@ help:
 	@echo "make pdf       the whole book as one PDF (needs Chromium)"
 	@echo "make mutate   mutation testing of the library (mutmut, about 30 min)"
 	@echo "make bench     run the benchmarks (then make execute to refresh the appendix)"
+	@echo "make timings   nbval over the chapters against the kernel-start floor, and per-chapter times"
 	@echo "make sweep     run the Part IV training sweep (about 40 min; then make execute)"
 	@echo "make clean     remove _build"
 
@@ -111,6 +112,11 @@ test-portable: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/bench.py
 	$(BIN)/python bench/bench_exact.py
+
+# The test loop against its floor: nbval over trivial notebooks (kernel starts) and over
+# the chapters, and the per-chapter times recorded by make execute. Nothing asserts them.
+timings: $(STAMP)
+	$(BIN)/python tools/timings.py
 
 # The two optimisers run side by side (one core each, about 40 minutes).
 sweep: $(STAMP)
