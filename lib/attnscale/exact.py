@@ -85,26 +85,21 @@ Out = NDArray[np.float64] | float
 # ---- argument checks ------------------------------------------------------------------
 
 
-def _lengths(n: ArrayLike) -> NDArray[np.float64]:
-    arr = v.finite(n, "n")
-    bad = ~(arr >= 2)
-    if bad.any():
-        raise ValueError(f"n must be >= 2 (a row needs at least two keys), got {v._show(arr[bad][0])}")
-    big = arr > N_MAX
-    if big.any():
-        raise ValueError(f"n must be <= {N_MAX:g}, got {v._show(arr[big][0])}")
+def _bounded(value: ArrayLike, name: str, low: float, low_text: str, high: float, high_text: str) -> NDArray[np.float64]:
+    """``value`` as a finite array with every entry in ``[low, high]``; the errors name ``name``."""
+    arr = v.finite(value, name)
+    for bad, text in ((arr < low, low_text), (arr > high, high_text)):
+        if bad.any():
+            raise ValueError(f"{name} must be {text}, got {v._show(arr[bad][0])}")
     return arr
+
+
+def _lengths(n: ArrayLike) -> NDArray[np.float64]:
+    return _bounded(n, "n", 2, ">= 2 (a row needs at least two keys)", N_MAX, f"<= {N_MAX:g}")
 
 
 def _scales(alpha: ArrayLike) -> NDArray[np.float64]:
-    arr = v.finite(alpha, "alpha")
-    bad = arr < 0
-    if bad.any():
-        raise ValueError(f"alpha must be >= 0, got {v._show(arr[bad][0])}")
-    big = arr > ALPHA_MAX
-    if big.any():
-        raise ValueError(f"alpha must be <= {ALPHA_MAX:g} (the supported maximum), got {v._show(arr[big][0])}")
-    return arr
+    return _bounded(alpha, "alpha", 0, ">= 0", ALPHA_MAX, f"<= {ALPHA_MAX:g} (the supported maximum)")
 
 
 def _dimension(d: object, minimum: int = 2) -> int:

@@ -77,8 +77,6 @@ def recommend(n: float, d: int, scores: str = "dot") -> list[Scale]:
     ``d`` (an integer >= 1 for dot scores, >= 3 for cosine scores), ``scores`` "dot" or
     "cosine". Returns a list of :class:`Scale` (see the module docstring)."""
     length = float(v.lengths(n, "n"))
-    if length > exact.N_MAX:
-        raise ValueError(f"n must be <= {exact.N_MAX:g}, got {length:g}")
     kind = v.text(scores, "scores")
     if kind not in ("dot", "cosine"):
         raise ValueError(f"scores must be 'dot' or 'cosine', got {kind!r}")

@@ -106,7 +106,7 @@ def power_weights(s: ArrayLike, m: float = 2.0, scale: ArrayLike = 1.0, axis: in
     ``softmax(m log relu(s))`` with the logits of non-positive scores at ``-inf``; a row
     with no positive score has no weights (``0/0``) and raises ``ValueError``. ``scale``
     (``> 0``) cancels: the weights are positively homogeneous of degree 0 in it.
-    Computed as ``exp(m (log s_i - max_j log s_j))`` so no power overflows.
+    Computed as that softmax (which masks the ``-inf`` logits), so no power overflows.
     """
     arr = v.at_least_1d(v.finite(s, "s"), "s")
     degree = v.real_number(m, "m")
@@ -120,9 +120,7 @@ def power_weights(s: ArrayLike, m: float = 2.0, scale: ArrayLike = 1.0, axis: in
         raise ValueError("s must have a positive score in every row (relu^m weights of a row with none are 0/0)")
     with np.errstate(divide="ignore"):
         logs = np.where(positive, np.log(np.where(positive, x, 1.0)), -np.inf)
-    z = degree * (logs - np.max(logs, axis=ax, keepdims=True))
-    e = np.exp(z)
-    return e / np.sum(e, axis=ax, keepdims=True)
+    return softmax(logs, degree, ax)
 
 
 def _alpha_for_batch(alpha: ArrayLike, batch_shape: tuple[int, ...]) -> NDArray[np.float64]:
