@@ -20,6 +20,7 @@ from attnscale.training import (
     loss_and_grads,
     lr_exponent,
     run_config,
+    select_scales,
     sample_batch,
     steps_to_target,
     sweep_scales,
@@ -222,6 +223,21 @@ def test_stored_sweep_matches_the_code(optimizer):
     same = compare_cells(run_config(16, 32, "dot", optimizer), cell)
     assert same.reproduces, same
     assert same.stable_count >= 8 and same.chaotic_count >= 5
+
+
+def test_a_subset_of_scales_is_the_full_cell_restricted():
+    """Training only some scales gives the full cell's runs at those scales:
+    the models of a seed share weights and batches whatever the scales."""
+    short = {"steps": 40, "seeds": 2, "eval_every": 10, "eval_size": 32}
+    full = run_config(16, 32, "dot", "adam", **short)
+    part = run_config(16, 32, "dot", "adam", scales=["2.5", "1"], **short)
+    assert part["labels"] == ["1", "2.5"]
+    picked = select_scales(full, ["1", "2.5"])
+    for key in ("alphas", "loss_area", "final_loss_all", "loss", "accuracy", "half_l1"):
+        np.testing.assert_allclose(part[key], picked[key], rtol=1e-12, err_msg=key)
+    for key in ("best_lr", "steps_to_target_all", "diverged_at"):
+        np.testing.assert_array_equal(part[key], picked[key], err_msg=key)
+    assert not np.allclose(select_scales(full, ["0.25", "2.5"])["loss"], part["loss"])
 
 
 def test_compare_cells_notices_a_changed_result():

@@ -94,6 +94,11 @@ def softmax(s: ArrayLike, alpha: ArrayLike = 1.0, axis: int = -1) -> NDArray[np.
     along ``axis`` is one distribution.
     """
     arr, a, ax = _logits(s, alpha, axis)
+    return _softmax_checked(arr, a, ax)
+
+
+def _softmax_checked(arr: NDArray, a: NDArray, ax: int = -1) -> NDArray[np.float64]:
+    """:func:`softmax` of scores and scales already validated (the training loop's path)."""
     z, _ = _shifted(arr, a, ax)
     e = np.exp(z)
     return e / np.sum(e, axis=ax, keepdims=True)
@@ -244,5 +249,9 @@ def softmax_vjp(p: ArrayLike, g: ArrayLike, alpha: ArrayLike = 1.0) -> NDArray[n
     grad = v.finite(g, "g")
     if grad.shape != arr.shape:
         raise ValueError(f"g must have the shape of p {arr.shape}, got {grad.shape}")
-    a = _alpha_for_batch(alpha, arr.shape[:-1])[..., None]
+    return _vjp_checked(arr, grad, _alpha_for_batch(alpha, arr.shape[:-1])[..., None])
+
+
+def _vjp_checked(arr: NDArray, grad: NDArray, a: NDArray) -> NDArray[np.float64]:
+    """:func:`softmax_vjp` of arrays already validated, ``a`` broadcasting against ``arr``."""
     return a * arr * (grad - np.sum(arr * grad, axis=-1, keepdims=True))

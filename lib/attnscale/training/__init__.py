@@ -27,7 +27,7 @@ from .stats import (
     steps_to_target,
     within_strata_correlation,
 )
-from .sweep import DATA, DOT_ALPHAS, SWEEP, load_sweep, run_config, sweep_scales
+from .sweep import DATA, DOT_ALPHAS, SWEEP, load_sweep, run_config, select_scales, sweep_scales
 
 __all__ = [
     "KINDS",
@@ -46,6 +46,7 @@ __all__ = [
     "steps_to_target",
     "sweep_scales",
     "run_config",
+    "select_scales",
     "best_lr_index",
     "lr_exponent",
     "load_sweep",

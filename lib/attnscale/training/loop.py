@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import _validate as v
-from .model import _diagnostics, _kind, _loss_and_grads, forward, init_params, sample_batch
+from .model import _diagnostics, _forward, _kind, _loss_and_grads, init_params, sample_batch
 
 __all__ = ["OPTIMIZERS", "LIMIT", "train"]
 
@@ -27,7 +27,7 @@ def _optimizer(optimizer: object) -> str:
 def _evaluate(params: dict, evals: list[dict], alpha: NDArray, kind: str) -> tuple[NDArray, NDArray, NDArray]:
     loss, acc, l1 = [], [], []
     for chunk in evals:
-        f = forward(params, chunk, alpha, kind)
+        f = _forward(params, chunk, alpha, kind)
         loss.append(f["loss"])
         accuracy, half_l1 = _diagnostics(f["p"], chunk["j"], f["alpha"])
         acc.append(accuracy)
@@ -107,7 +107,7 @@ def train(
     for t in range(1, steps + 1):
         try:
             with np.errstate(over="raise", invalid="raise"):
-                _, grads = _loss_and_grads(params, sample_batch(rng, seeds, batch, n, d, c, noise), alpha, kind)
+                _, grads = _loss_and_grads(params, sample_batch(rng, seeds, batch, n, d, c, noise), alpha, kind, checked=True)
         except FloatingPointError as err:
             raise FloatingPointError(f"training diverged at step {t} ({err}); lower the learning rates {lrs.tolist()}") from None
         new = {}
@@ -116,20 +116,32 @@ def train(
             if optimizer == "sgd":
                 new[key] = params[key] - lr * g
                 continue
-            m1[key] = 0.9 * m1[key] + 0.1 * g
-            m2[key] = 0.999 * m2[key] + 0.001 * g * g
-            new[key] = params[key] - lr * (m1[key] / (1 - 0.9**t)) / (np.sqrt(m2[key] / (1 - 0.999**t)) + 1e-8)
+            # in place, in the same order of operations as
+            # m1 = 0.9 m1 + 0.1 g, m2 = 0.999 m2 + (0.001 g) g, W - lr m1_hat / (sqrt(m2_hat) + eps)
+            m1[key] *= 0.9
+            m1[key] += 0.1 * g
+            m2[key] *= 0.999
+            m2[key] += 0.001 * g * g
+            step = np.sqrt(m2[key] / (1 - 0.999**t))
+            step += 1e-8
+            np.divide(m1[key] / (1 - 0.9**t), step, out=step)
+            step *= lr
+            new[key] = np.subtract(params[key], step, out=step)
         # A model whose weights leave [-LIMIT, LIMIT] has diverged: it keeps its
         # last weights (so every later evaluation stays finite) and is marked.
+        # (A NaN weight fails both comparisons and counts as diverged.)
         bad = np.zeros_like(frozen)
         for key in new:
-            with np.errstate(invalid="ignore"):
-                bad |= ~(np.max(np.abs(new[key]), axis=(-1, -2)) <= LIMIT)
-        newly = bad & ~frozen
-        diverged_at[newly] = t
-        frozen |= bad
-        for key in params:
-            params[key] = np.where(frozen[..., None, None], params[key], new[key])
+            bad |= ~((new[key].max(axis=(-1, -2)) <= LIMIT) & (new[key].min(axis=(-1, -2)) >= -LIMIT))
+        if bad.any():
+            newly = bad & ~frozen
+            diverged_at[newly] = t
+            frozen |= bad
+        if frozen.any():
+            for key in params:
+                params[key] = np.where(frozen[..., None, None], params[key], new[key])
+        else:
+            params = new
         if i < len(marks) and t == marks[i]:
             record(i)
             i += 1

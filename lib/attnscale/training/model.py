@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import _validate as v
-from ..softmax import gradient_l1, softmax, softmax_vjp
+from ..softmax import _softmax_checked, _vjp_checked, gradient_l1
 
 __all__ = ["KINDS", "init_params", "sample_batch", "forward", "loss_and_grads", "bilinear_gradient", "identity_alignment"]
 
@@ -87,8 +87,16 @@ def forward(params: dict, data: dict, alpha: ArrayLike, kind: str = "dot") -> di
     """Attention weights ``p`` (seeds, batch, models, n), the output ``y`` and
     the per-model loss (seeds, models), plus what the backward pass needs."""
     kind = _kind(kind)
-    seeds, models, batch, n, a = _shapes(params, data, alpha)
+    a = _shapes(params, data, alpha)[-1]
+    return _forward(params, data, a, kind)
+
+
+def _forward(params: dict, data: dict, a: NDArray, kind: str) -> dict[str, NDArray]:
+    """:func:`forward` of inputs already validated, ``a`` one scale per model
+    (the training loop's path: it validates once, not at every step)."""
     Wq, Wk = params["Wq"], params["Wk"]
+    seeds, models = Wq.shape[:2]
+    batch, n = data["K"].shape[1:3]
     K, V, x, target = data["K"], data["V"], data["x"], data["target"]
     d, c = K.shape[-1], V.shape[-1]
     q = x[:, None] @ Wq.swapaxes(-1, -2)  # (seeds, models, batch, d)
@@ -107,7 +115,7 @@ def forward(params: dict, data: dict, alpha: ArrayLike, kind: str = "dot") -> di
         # qh . k_i = (W_k^T qh) . K_i, as for dot scores
         s = ((K @ (qh @ Wk).transpose(0, 2, 3, 1)) / kn).swapaxes(-1, -2)
         out.update(k=k, kn=kn, qh=qh, qn=qn)
-    p = softmax(s, a[:, None])
+    p = _softmax_checked(s, a[:, None])
     y = p @ V  # (seeds, batch, models, c)
     diff = y - target[:, :, None, :]
     loss = np.mean(np.sum(diff * diff, axis=-1), axis=1) / c
@@ -127,7 +135,7 @@ def _score_gradient(f: dict, data: dict) -> NDArray:
     K, V = data["K"], data["V"]
     batch, c = K.shape[1], V.shape[-1]
     g_p = (2.0 * f["diff"] / (batch * c)) @ V.swapaxes(-1, -2)
-    return softmax_vjp(f["p"], g_p, f["alpha"])
+    return _vjp_checked(f["p"], g_p, f["alpha"][:, None])
 
 
 def _dot_key_sum(g_s: NDArray, K: NDArray) -> NDArray:
@@ -135,10 +143,12 @@ def _dot_key_sum(g_s: NDArray, K: NDArray) -> NDArray:
     return ((g_s / math.sqrt(K.shape[-1])) @ K).transpose(0, 2, 1, 3)
 
 
-def _loss_and_grads(params: dict, data: dict, alpha: ArrayLike, kind: str) -> tuple[dict, dict]:
-    """The forward pass and the gradients of ``W_q`` and ``W_k`` (the training step's work)."""
+def _loss_and_grads(params: dict, data: dict, alpha: ArrayLike, kind: str, *, checked: bool = False) -> tuple[dict, dict]:
+    """The forward pass and the gradients of ``W_q`` and ``W_k`` (the training
+    step's work). ``checked``: the inputs are already validated and ``alpha``
+    is one scale per model (the training loop)."""
     kind = _kind(kind)
-    f = forward(params, data, alpha, kind)
+    f = _forward(params, data, alpha, kind) if checked else forward(params, data, alpha, kind)
     Wk = params["Wk"]
     K, x = data["K"], data["x"]
     seeds, batch, n, d = K.shape

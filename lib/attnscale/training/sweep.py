@@ -20,7 +20,7 @@ from .loop import _optimizer, train
 from .model import KINDS, _kind
 from .stats import best_lr_index, steps_to_target
 
-__all__ = ["DATA", "DOT_ALPHAS", "SWEEP", "sweep_scales", "run_config", "load_sweep", "main"]
+__all__ = ["DATA", "DOT_ALPHAS", "SWEEP", "sweep_scales", "run_config", "select_scales", "load_sweep", "main"]
 
 #: where the book keeps the stored sweep (the default; every function takes a path)
 DATA = Path(__file__).resolve().parents[3] / "chapters" / "data"
@@ -63,14 +63,32 @@ SWEEP: dict[str, Any] = {
 }
 
 
-def run_config(n: int, d: int, kind: str, optimizer: str = "adam", *, seed: int | None = None, **overrides: Any) -> dict[str, Any]:
+def _scale_indices(labels: list[str], scales: object) -> list[int]:
+    if isinstance(scales, str) or not isinstance(scales, (list, tuple)) or not scales:
+        raise TypeError(f"scales must be a non-empty list of scale labels from {labels}, got {scales!r}")
+    unknown = [s for s in scales if s not in labels]
+    if unknown:
+        raise ValueError(f"scales: {unknown} are not scales of this cell; its scales are {labels}")
+    return [i for i, label in enumerate(labels) if label in scales]
+
+
+def run_config(n: int, d: int, kind: str, optimizer: str = "adam", *, seed: int | None = None, scales: list[str] | None = None,
+               **overrides: Any) -> dict[str, Any]:
     """Train one (n, d, kind) cell of the sweep with the stored settings
     (any of them overridable) and summarise it: per scale and learning rate,
     the curves; per scale, the best learning rate, steps to the target
-    accuracy and the final held-out loss, per seed."""
+    accuracy and the final held-out loss, per seed.
+
+    ``scales`` (labels from :func:`sweep_scales`) trains only those scales.
+    The models of a seed share their initial weights and batches whatever
+    the scales, so the result is the full cell's, restricted to those scales
+    (see :func:`select_scales`), up to the last bits of the matrix products."""
     optimizer = _optimizer(optimizer)
     cfg = {**SWEEP, **overrides}
     labels, alphas = sweep_scales(n, d, kind)
+    if scales is not None:
+        keep = _scale_indices(labels, scales)
+        labels, alphas = [labels[i] for i in keep], [alphas[i] for i in keep]
     lrs = cfg["lrs"][optimizer] if isinstance(cfg["lrs"], dict) else cfg["lrs"]
     if seed is None:
         seed = 1000 * n + d + (0 if kind == "dot" else 1)
@@ -90,6 +108,23 @@ def run_config(n: int, d: int, kind: str, optimizer: str = "adam", *, seed: int 
         "best_lr": best, "steps_to_target": reach[pick, best], "final_loss": out["loss"][pick, best, :, -1],
         "loss": out["loss"][pick, best], "accuracy": out["accuracy"][pick, best], "half_l1": out["half_l1"][pick, best],
     }
+
+
+#: the entries of a cell indexed by scale first
+_PER_SCALE = ("labels", "alphas", "loss_area", "final_loss_all", "steps_to_target_all", "diverged_at", "best_lr",
+              "steps_to_target", "final_loss", "loss", "accuracy", "half_l1")
+
+
+def select_scales(cell: dict[str, Any], scales: list[str]) -> dict[str, Any]:
+    """A cell (from :func:`run_config` or :func:`load_sweep`) restricted to the
+    scales with the given labels, in the cell's order."""
+    cell = v.mapping(cell, "cell", _PER_SCALE)
+    keep = _scale_indices(list(cell["labels"]), scales)
+    out = dict(cell)
+    for key in _PER_SCALE:
+        val = cell[key]
+        out[key] = [val[i] for i in keep] if isinstance(val, list) else np.asarray(val)[keep]
+    return out
 
 
 def _jsonable(x: Any) -> Any:
