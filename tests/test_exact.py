@@ -630,9 +630,10 @@ def _nested_reference(kinds, n, alpha, d, gap=None, panels=30):
     """``REFERENCE`` entries at one point. The y-interval (where the outer integrand
     exceeds 1e-40 of its maximum) is located with the library's tables; everything
     inside it is integrated in mpmath."""
-    from attnscale import _quadrature as q
+    from attnscale.exact import _sums as q
+    from attnscale.exact._common import _nodes
 
-    nodes = E._nodes(alpha, d, n, gap, gap)
+    nodes = _nodes(alpha, d, n, gap, gap)
     j0, j1 = q.bulk_grid(nodes, n)
     jy = np.arange(j0, j1 + 1) if gap is None else q.needle_grid(j0, j1, np.array([alpha * gap]))
     tab = q.tables(nodes, jy, {"A1", "A2", "B"})

@@ -148,7 +148,7 @@ def _loss_and_grads(params: dict, data: dict, alpha: ArrayLike, kind: str, *, ch
     step's work). ``checked``: the inputs are already validated and ``alpha``
     is one scale per model (the training loop)."""
     kind = _kind(kind)
-    f = _forward(params, data, alpha, kind) if checked else forward(params, data, alpha, kind)
+    f = _forward(params, data, np.asarray(alpha), kind) if checked else forward(params, data, alpha, kind)
     Wk = params["Wk"]
     K, x = data["K"], data["x"]
     seeds, batch, n, d = K.shape
