@@ -18,7 +18,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 CHAPTERS := $(sort $(wildcard chapters/*.ipynb))
 
-.PHONY: help venv book lab pdf mutate test lint test-lib test-notebooks test-site test-browser test-portable bench timings sweep execute freeze clean
+.PHONY: help venv book lab pdf mutate test lint test-lib test-notebooks test-site test-browser test-portable bench timings sweep execute lock clean
 
 help:
 	@echo "make book      build the site into _build/html"
@@ -38,9 +38,9 @@ venv: $(STAMP)
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed, found " + sys.version.split()[0])'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements.txt
-	$(BIN)/python -m pip install --quiet --no-deps -e .
+	$(BIN)/python -m pip install --quiet pip==26.3
+	$(BIN)/python -m pip install --quiet --require-hashes -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
 
 # The site renders the chapters' stored outputs (make execute makes them, make
@@ -60,14 +60,14 @@ pdf: $(STAMP)
 # extra, installed on first use), in a scratch copy; prints the score per module.
 # Not part of make test: 32 minutes for 2,352 mutants on this 2-core machine.
 mutate: $(STAMP)
-	$(BIN)/python -c 'import mutmut' 2>/dev/null || $(BIN)/python -m pip install --quiet -e '.[mutate]'
+	$(BIN)/python -c 'import mutmut' 2>/dev/null || $(BIN)/python -m pip install --quiet --no-build-isolation -e '.[mutate]'
 	bash tools/mutate.sh $(MUTATE_ARGS)
 
 # JupyterLab on the chapters, in the book's environment (the [lab] extra of
 # pyproject.toml; installed into .venv on first use).
 LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
 lab: $(STAMP)
-	$(BIN)/python -c 'import jupyterlab' 2>/dev/null || $(BIN)/python -m pip install --quiet -e '.[lab]'
+	$(BIN)/python -c 'import jupyterlab' 2>/dev/null || $(BIN)/python -m pip install --quiet --no-build-isolation -e '.[lab]'
 	cd chapters && ../$(BIN)/jupyter lab $(LAB_ARGS)
 
 test: lint test-lib test-notebooks test-site test-browser
@@ -127,8 +127,16 @@ sweep: $(STAMP)
 execute: $(STAMP)
 	$(BIN)/python tools/notebooks.py $(CHAPTERS)
 
-freeze: $(STAMP)
-	{ head -n 2 requirements.txt; $(BIN)/python -m pip freeze --exclude-editable | grep -v '^-e'; } > requirements.new
+# Re-resolve the lock (requirements.txt: pins and hashes) from pyproject.toml's
+# extras with pip-tools; pins already in the lock are kept unless UPGRADE=--upgrade.
+LOCK_HEADER := '\# The lock: exact pins and SHA-256 hashes of every package the book needs (pip' \
+  '\# installs it in hash-checking mode). Made by `make lock` from the extras in' \
+  '\# pyproject.toml; edit those, never this file.' '\#'
+lock: $(STAMP)
+	$(BIN)/python -c 'import piptools' 2>/dev/null || $(BIN)/python -m pip install --quiet --no-build-isolation -e '.[lock]'
+	$(BIN)/pip-compile pyproject.toml --extra dev --extra book --generate-hashes --allow-unsafe --strip-extras \
+	  --no-header --no-emit-index-url --no-emit-find-links --quiet $(UPGRADE) --output-file requirements.txt
+	{ printf '%s\n' $(LOCK_HEADER); cat requirements.txt; } > requirements.new
 	mv requirements.new requirements.txt
 
 clean:
