@@ -148,3 +148,10 @@ def layout_problems(page, url: str, timeout_ms: int = 30_000) -> dict:
         page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=timeout_ms)
         page.evaluate("() => MathJax.startup.promise.then(() => true)")
     return page.evaluate(LAYOUT)
+
+
+def settled_layout(page) -> dict:
+    """:func:`layout_problems` for the page as it is now (after a change of
+    viewport, say): waits two animation frames for the reflow, then measures."""
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    return page.evaluate(LAYOUT)

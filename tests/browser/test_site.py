@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sitecheck import CHROMIUM_ARGS, broken_links, chromium_path, layout_problems, page_url, serve, visit
+from sitecheck import CHROMIUM_ARGS, broken_links, chromium_path, layout_problems, page_url, serve, settled_layout, visit
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "_build" / "html"
@@ -63,35 +63,32 @@ def test_no_placeholder_repository_address_on_the_site():
     assert not found, f"placeholder addresses on the site: {sorted(found)[:5]}"
 
 
-@pytest.mark.parametrize("page_file", toc_pages(), ids=lambda p: p.stem)
-def test_page_loads_cleanly(browser, base_url, page_file):
-    assert page_file.is_file(), f"{page_file.name} is in _toc.yml but was not built"
-    page = browser.new_page()
-    try:
-        problems = visit(page, page_url(base_url, SITE, page_file))
-    finally:
-        page.close()
-    assert problems == {"console": [], "requests": [], "math": [], "images": []}, problems
-
-
 def _all_pages() -> list[Path]:
     extra = [SITE / name for name in ("genindex.html", "proof.html", "prf-prf.html") if (SITE / name).is_file()]
     return toc_pages() + extra
 
 
-@pytest.mark.parametrize("width", [390, 1280])
-def test_nothing_scrolls_sideways_and_equations_fit(browser, base_url, width):
-    """At a phone's width and a desktop's, no page scrolls sideways and every
-    display equation fits the column or sits in a scroll box of its own."""
-    bad = {}
-    page = browser.new_page(viewport={"width": width, "height": 844})
+WIDTHS = (1280, 390)  # a desktop's and a phone's
+
+
+@pytest.mark.parametrize("page_file", _all_pages(), ids=lambda p: p.stem)
+def test_page_reads_cleanly_at_both_widths(browser, base_url, page_file):
+    """Loaded once: no console error, failed request, raw or broken maths, or
+    missing image; then at a desktop's and a phone's width, nothing scrolls
+    sideways and every display equation fits the column or sits in a scroll
+    box of its own."""
+    assert page_file.is_file(), f"{page_file.name} is in _toc.yml but was not built"
+    page = browser.new_page(viewport={"width": WIDTHS[0], "height": 844})
     try:
-        for page_file in _all_pages():
-            found = layout_problems(page, page_url(base_url, SITE, page_file))
-            if found["sideways"] > 1 or found["overflowing"]:
-                bad[page_file.name] = found
+        problems = visit(page, page_url(base_url, SITE, page_file))
+        layout = {}
+        for width in WIDTHS:
+            page.set_viewport_size({"width": width, "height": 844})
+            layout[width] = settled_layout(page)
     finally:
         page.close()
+    assert problems == {"console": [], "requests": [], "math": [], "images": []}, problems
+    bad = {width: found for width, found in layout.items() if found["sideways"] > 1 or found["overflowing"]}
     assert not bad, bad
 
 
@@ -193,8 +190,15 @@ def test_the_checks_catch_a_broken_page(browser, tmp_path):
             loose = layout_problems(page, url + "eq.html")
             (tmp_path / "boxed.html").write_text(f'<!doctype html><html><body><div style="overflow-x:auto">{equation}</div></body></html>')
             boxed = layout_problems(page, url + "boxed.html")
+            # the same measurement after a change of viewport, as the page test takes it
+            page.set_viewport_size({"width": 1280, "height": 844})
+            page.goto(url + "wide.html", wait_until="load")
+            wide_desktop = settled_layout(page)
+            page.set_viewport_size({"width": 390, "height": 844})
+            wide_resized = settled_layout(page)
         finally:
             page.close()
+    assert wide_desktop["sideways"] <= 1 and wide_resized["sideways"] > 400, (wide_desktop, wide_resized)
     assert wide["sideways"] > 400, wide
     assert loose["overflowing"] == ["E = mc^2"], loose
     assert boxed["overflowing"] == [] and boxed["sideways"] <= 1, boxed
