@@ -1,14 +1,25 @@
 """Benchmarks of the book's numerics and of its whole run (``make bench``).
 
-Each measurement is a ratio taken in one run, against what a reader would
-otherwise write. Results are printed as a table and written to
-``_build/bench/bench.json`` and ``bench/results.json`` (the latter is committed
-and shown by the appendix "Reproducibility and performance"). Nothing in the
-test suite asserts a time.
+Every comparison times both sides with one harness (``bench/harness.py``), in
+this process: one warm-up call, then ``REPEAT`` (7) timed runs; the results are
+the median and the interquartile range (IQR) of those runs, and speed-ups are
+ratios of medians with a range from the quartiles. Each library routine is set
+against what a reader would write and, where one exists, against the strongest
+reasonable baseline (a vectorised ``scipy.special.lambertw`` for the Gaussian
+optimum, BLAS-backed NumPy for the training step); the accuracy of each side is
+measured beside its time, and the growth of time with problem size is fitted on
+a log-log scale. Results are printed and written to ``_build/bench/bench.json``
+and ``bench/results.json`` (committed, and shown by the appendix
+"Reproducibility and performance"). Nothing in the test suite asserts a time.
+
+Options: ``--skip-book`` keeps the "book" section of the existing
+``bench/results.json`` instead of re-running every chapter and ``make book``;
+``--only PART [PART ...]`` re-runs only the named parts and keeps the others.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -18,25 +29,42 @@ import time
 import tracemalloc
 from pathlib import Path
 
+# Every measurement runs with one BLAS thread. On this two-core machine, shared
+# with other work, a second OpenBLAS thread made some baselines erratic (runs of
+# one size spread over a factor of ten); one thread treats both sides alike.
+# The variables are read when NumPy loads BLAS, and are restored just after, so
+# that the book run below (kernels, nbval, make book) runs as it does for a reader.
+THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+_saved_threads = {name: os.environ.get(name) for name in THREAD_VARIABLES}
+os.environ.update({name: "1" for name in THREAD_VARIABLES})
+
 import mpmath as mp
 import numpy as np
 import scipy
+from harness import REPEAT, WARMUP, measure, per_item, ratio, scaling
 from scipy.optimize import brentq, minimize_scalar
-from scipy.special import ive
+from scipy.special import ive, lambertw
 
+from attnscale import training as tr
 from attnscale.montecarlo import collision_and_gradient
 from attnscale.optimum import alpha_star_cosine, alpha_star_normal
+
+for _name, _value in _saved_threads.items():
+    if _value is None:
+        os.environ.pop(_name, None)
+    else:
+        os.environ[_name] = _value
+BLAS_THREADS = 1
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def timed(fn, *args, repeat: int = 3):
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        out = fn(*args)
-        best = min(best, time.perf_counter() - start)
-    return best, out
+def summary(m: dict) -> dict:
+    """A measurement without its list of runs (for the nested scaling tables)."""
+    return {key: val for key, val in m.items() if key != "runs"}
+
+
+# ---- the Gaussian optimum -----------------------------------------------------
 
 
 def ref_alpha_normal(n: float) -> mp.mpf:
@@ -46,38 +74,59 @@ def ref_alpha_normal(n: float) -> mp.mpf:
         return mp.sqrt(x)
 
 
+def lambertw_alpha_normal(n: np.ndarray) -> np.ndarray:
+    """The strongest baseline: the closed form alpha* = sqrt(W0(n sqrt(e) / 2) - 1/2),
+    one vectorised call of SciPy's Lambert W (principal branch, real part)."""
+    return np.sqrt(lambertw(n * np.sqrt(np.e) / 2).real - 0.5)
+
+
+def scipy_loop_alpha_normal(values: np.ndarray) -> np.ndarray:
+    """What a reader would write: maximise the objective numerically, one n at a time."""
+    return np.array([minimize_scalar(lambda a, m=m: -a * (1 - np.exp(a * a - np.log(m))), bounds=(1e-9, np.sqrt(np.log(m)) + 1), method="bounded", options={"xatol": 1e-12}).x for m in values])
+
+
+def mpmath_loop_alpha_normal(values: np.ndarray) -> np.ndarray:
+    """The closed form, one n at a time, with mpmath's Lambert W."""
+    return np.array([float(mp.sqrt(mp.lambertw(mp.mpf(m) * mp.sqrt(mp.e) / 2).real - mp.mpf(1) / 2)) for m in values])
+
+
 def bench_normal() -> dict:
     rng = np.random.default_rng(0)
     n = np.exp(rng.uniform(np.log(2.0), np.log(1e300), 1_000_000))
-    t_lib, _ = timed(alpha_star_normal, n)
-    sub = n[:2000]
-
-    def loop_scipy(values):
-        return np.array([minimize_scalar(lambda a, m=m: -a * (1 - np.exp(a * a - np.log(m))), bounds=(1e-9, np.sqrt(np.log(m)) + 1), method="bounded", options={"xatol": 1e-12}).x for m in values])
-
-    t_scipy, _ = timed(loop_scipy, sub, repeat=1)
-    sub_mp = n[:300]
-
-    def loop_mpmath(values):
-        return np.array([float(mp.sqrt(mp.lambertw(mp.mpf(m) * mp.sqrt(mp.e) / 2).real - mp.mpf(1) / 2)) for m in values])
-
-    t_mp, _ = timed(loop_mpmath, sub_mp, repeat=1)
-    check = n[:200]
-    ref = np.array([float(ref_alpha_normal(m)) for m in check])
-    err = lambda got: float(np.max(np.abs(got / ref - 1)))
-    per_lib = t_lib / n.size
-    return {
-        "values": int(n.size),
-        "library_seconds": t_lib,
-        "per_value_library_us": per_lib * 1e6,
-        "per_value_scipy_loop_us": t_scipy / sub.size * 1e6,
-        "per_value_mpmath_loop_us": t_mp / sub_mp.size * 1e6,
-        "speedup_vs_scipy_loop": (t_scipy / sub.size) / per_lib,
-        "speedup_vs_mpmath_loop": (t_mp / sub_mp.size) / per_lib,
-        "worst_rel_error_library": err(alpha_star_normal(check)),
-        "worst_rel_error_scipy_loop": err(loop_scipy(check)),
-        "worst_rel_error_mpmath_loop": err(loop_mpmath(check)),
+    sizes = [1_000, 10_000, 100_000, 1_000_000]
+    loop_sizes = [250, 500, 1000, 2000]
+    sides = {
+        "library": (alpha_star_normal, sizes),
+        "lambertw_vectorised": (lambertw_alpha_normal, sizes),
+        "scipy_loop": (scipy_loop_alpha_normal, loop_sizes),
     }
+    out: dict = {"values": int(n.size), "sides": {}, "scaling": {}}
+    for name, (fn, grid) in sides.items():
+        sc = scaling(lambda size, fn=fn: (lambda v=n[: int(size)]: fn(v)), grid)
+        out["scaling"][name] = sc
+        largest = sc["points"][-1]
+        out["sides"][name] = {"values_per_call": int(grid[-1]), **{k: largest[k] / grid[-1] * 1e6 for k in ("median", "q1", "q3")}}
+    mp_values = 300
+    m = per_item(measure(lambda: mpmath_loop_alpha_normal(n[:mp_values])), mp_values)
+    out["sides"]["mpmath_loop"] = {"values_per_call": mp_values, **{k: m[k] * 1e6 for k in ("median", "q1", "q3")}}
+    for side in out["sides"].values():
+        side["unit"] = "microseconds per value"
+        side["iqr"] = side["q3"] - side["q1"]
+        side["repeats"] = REPEAT
+    # accuracy: worst relative error against a 50-digit reference, on 200 of the
+    # values and on 60 lengths just above n = 1 (where W0 - 1/2 cancels)
+    checks = {"spread": n[:200], "near_one": 1.0 + np.geomspace(1e-8, 1.0, 60)}
+    fns = {"library": alpha_star_normal, "lambertw_vectorised": lambertw_alpha_normal, "scipy_loop": scipy_loop_alpha_normal, "mpmath_loop": mpmath_loop_alpha_normal}
+    for where, values in checks.items():
+        ref = np.array([float(ref_alpha_normal(v)) for v in values])
+        for name, fn in fns.items():
+            out["sides"][name][f"worst_rel_error_{where}"] = float(np.max(np.abs(fn(values) / ref - 1)))
+    lib = out["sides"]["library"]
+    out["speedup"] = {name: ratio(out["sides"][name], lib) for name in ("lambertw_vectorised", "scipy_loop", "mpmath_loop")}
+    return out
+
+
+# ---- the cosine optimum -------------------------------------------------------
 
 
 def naive_alpha_cosine(n: float, d: float) -> float:
@@ -95,22 +144,56 @@ def naive_alpha_cosine(n: float, d: float) -> float:
     return brentq(foc, 1e-3, 1e4, xtol=1e-12)
 
 
-def bench_cosine() -> dict:
-    ns = np.logspace(np.log10(40), np.log10(20000), 500)
-    ds = np.array([32.0, 64.0, 128.0, 256.0, 512.0])
-    t_grid, grid = timed(alpha_star_cosine, ns[:, None], ds, repeat=1)
-    t_big, _ = timed(alpha_star_cosine, ns[:100, None], np.array([1024.0, 2048.0, 4096.0]), repeat=1)
-    pts = [(float(n), float(d)) for n in ns[::100] for d in ds]
-    start = time.perf_counter()
-    naive, failures = [], []
+def naive_points(pts: list[tuple[float, float]]) -> tuple[np.ndarray, list[str]]:
+    """The naive solver at each point: its value, or NaN and a note where it fails."""
+    values, failures = [], []
     for n, d in pts:
         try:
             with np.errstate(all="ignore"):
-                naive.append(naive_alpha_cosine(n, d))
+                values.append(naive_alpha_cosine(n, d))
         except Exception as exc:  # the point of the comparison: where the naive route breaks
-            naive.append(np.nan)
+            values.append(np.nan)
             failures.append(f"n={n:.0f}, d={d:.0f}: {type(exc).__name__}")
-    t_naive = (time.perf_counter() - start) / len(pts)
+    return np.array(values), failures
+
+
+def same_points(pts: list[tuple[float, float]]) -> dict:
+    """Both sides on exactly the points given (all of which the naive solver
+    handles): the naive solver one point at a time, the library in one call."""
+    n, d = np.array([p[0] for p in pts]), np.array([p[1] for p in pts])
+
+    def naive_loop():
+        with np.errstate(all="ignore"):
+            return [naive_alpha_cosine(a, b) for a, b in pts]
+
+    naive, lib = per_item(measure(naive_loop), len(pts)), per_item(measure(lambda: alpha_star_cosine(n, d)), len(pts))
+    diff = float(np.max(np.abs(np.array(naive_loop()) / alpha_star_cosine(n, d) - 1)))
+    return {"points": len(pts), "naive": ms(naive), "library": ms(lib), "speedup": ratio(naive, lib), "worst_rel_diff": diff}
+
+
+def ms(m: dict) -> dict:
+    return {**{k: m[k] * 1e3 for k in ("median", "q1", "q3", "iqr")}, "unit": "milliseconds per point", "repeats": m["repeats"], "points_per_call": m["items"]}
+
+
+def bench_cosine() -> dict:
+    ns = np.logspace(np.log10(40), np.log10(20000), 500)
+    ds = np.array([32.0, 64.0, 128.0, 256.0, 512.0])
+    grid = alpha_star_cosine(ns[:, None], ds)
+    t_grid = per_item(measure(lambda: alpha_star_cosine(ns[:, None], ds)), grid.size)
+    big_d = np.array([1024.0, 2048.0, 4096.0])
+    t_big = per_item(measure(lambda: alpha_star_cosine(ns[:100, None], big_d)), 100 * big_d.size)
+    # where the naive route works: every fifth n of the grid at every width
+    pts = [(float(n), float(d)) for n in ns[::100] for d in ds]
+    naive, failures = naive_points(pts)
+    ok = np.isfinite(naive)
+    lib_pts = alpha_star_cosine(np.array([p[0] for p in pts]), np.array([p[1] for p in pts]))
+    # the comparison on the part of the grid where the naive solver works (d <= 128) ...
+    small_d = [(float(n), float(d)) for n in ns for d in ds if d <= 128]
+    small_vals, small_fail = naive_points(small_d)
+    on_grid = same_points([p for p, v in zip(small_d, small_vals) if np.isfinite(v)])
+    on_grid["naive_failures"] = len(small_fail)
+    # ... and on the few scattered points sampled above, where the library's fixed cost per call shows
+    scattered = same_points([p for p, good in zip(pts, ok) if good])
     large = []
     for n, d in ((512.0, 2048.0), (512.0, 4096.0), (1e12, 4096.0), (1e6, 16.0)):
         try:
@@ -121,21 +204,22 @@ def bench_cosine() -> dict:
             large.append({"n": n, "d": d, "naive": f"fails: {type(exc).__name__}", "library": alpha_star_cosine(n, d)})
     with np.errstate(all="ignore"):
         ive_underflow = float(ive(2047.0, 300.0))
-    lib_pts = np.array([alpha_star_cosine(n, d) for n, d in pts])
-    ok = np.isfinite(naive)
     return {
         "grid_points": int(grid.size),
-        "grid_seconds": t_grid,
-        "per_point_library_ms": t_grid / grid.size * 1e3,
-        "large_d_points": 300,
-        "large_d_seconds": t_big,
-        "per_point_naive_ms": t_naive * 1e3,
-        "speedup_vs_naive": t_naive / (t_grid / grid.size),
-        "naive_worst_rel_diff_where_it_works": float(np.nanmax(np.abs(np.array(naive)[ok] / lib_pts[ok] - 1))) if ok.any() else None,
+        "library_grid": ms(t_grid),
+        "large_d_points": int(100 * big_d.size),
+        "library_large_d": ms(t_big),
+        "same_points_grid": on_grid,
+        "same_points_scattered": scattered,
+        "sampled_points": len(pts),
+        "naive_worst_rel_diff_where_it_works": float(np.max(np.abs(naive[ok] / lib_pts[ok] - 1))) if ok.any() else None,
         "naive_failures": failures,
         "large_cases": large,
         "ive(2047, 300)": ive_underflow,
     }
+
+
+# ---- the Monte Carlo kernel ---------------------------------------------------
 
 
 def straightforward_mc(scores, alphas):
@@ -152,67 +236,144 @@ def bench_montecarlo() -> dict:
     rng = np.random.default_rng(1)
     rows = rng.standard_normal((2000, 4096))
     alphas = np.logspace(-1, 2, 16)
+    sides = {"library": lambda: collision_and_gradient(rows, alphas)[1], "straightforward": lambda: straightforward_mc(rows, alphas)}
     results = {}
-    for name, fn in (("library", lambda: collision_and_gradient(rows, alphas)), ("straightforward", lambda: straightforward_mc(rows, alphas))):
+    for name, fn in sides.items():
+        m = measure(fn)
+        # peak memory from one further call under tracemalloc (which slows it, so it is not timed)
         tracemalloc.start()
-        start = time.perf_counter()
         fn()
-        elapsed = time.perf_counter() - start
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-        results[name] = {"rows_per_second": rows.shape[0] * alphas.size / elapsed, "peak_mb": peak / 2**20}
-    return {"n": 4096, "rows": 2000, "scales": int(alphas.size), **results}
+        work = rows.shape[0] * alphas.size
+        results[name] = {
+            "seconds": {k: m[k] for k in ("median", "q1", "q3", "iqr", "repeats")},
+            "rows_per_second_median": work / m["median"],
+            "peak_mb": peak / 2**20,
+        }
+    diff = float(np.max(np.abs(sides["library"]() - sides["straightforward"]())) / np.max(np.abs(sides["straightforward"]())))
+    return {"n": 4096, "rows": 2000, "scales": int(alphas.size), **results,
+            "speedup": ratio(results["straightforward"]["seconds"], results["library"]["seconds"]), "max_rel_difference": diff}
 
 
-def straightforward_step(params, data, alpha, kind):
+# ---- the training step --------------------------------------------------------
+
+
+def straightforward_step(params, data, alpha, kind, optimize=False):
     """The training step as a reader would write it: every key formed, one
-    einsum per product (the first version of attnscale.training)."""
+    einsum per product (the first version of attnscale.training). With
+    ``optimize=True`` every einsum may reorder its contraction and hand it to
+    BLAS (``numpy.einsum(..., optimize=True)``), the usual first fix."""
     from attnscale.softmax import softmax, softmax_vjp
 
+    ein = lambda spec, *ops: np.einsum(spec, *ops, optimize=optimize)
     Wq, Wk, K, V, x, t = params["Wq"], params["Wk"], data["K"], data["V"], data["x"], data["target"]
     seeds, batch, n, d = K.shape
     c = V.shape[-1]
     a = np.asarray(alpha, dtype=float)[:, None]
-    q = np.einsum("smij,sbj->smbi", Wq, x)
-    k = np.einsum("smij,sbnj->smbni", Wk, K)
+    q = ein("smij,sbj->smbi", Wq, x)
+    k = ein("smij,sbnj->smbni", Wk, K)
     if kind == "dot":
-        s = np.einsum("smbi,smbni->smbn", q, k) / np.sqrt(d)
+        s = ein("smbi,smbni->smbn", q, k) / np.sqrt(d)
     else:
         qn, kn = np.linalg.norm(q, axis=-1, keepdims=True), np.linalg.norm(k, axis=-1, keepdims=True)
         qh, kh = q / qn, k / kn
-        s = np.einsum("smbi,smbni->smbn", qh, kh)
+        s = ein("smbi,smbni->smbn", qh, kh)
     p = softmax(s, a[..., None])
-    diff = np.einsum("smbn,sbnc->smbc", p, V) - t[:, None]
-    g_s = softmax_vjp(p, np.einsum("smbc,sbnc->smbn", 2 * diff / (batch * c), V), a)
+    diff = ein("smbn,sbnc->smbc", p, V) - t[:, None]
+    g_s = softmax_vjp(p, ein("smbc,sbnc->smbn", 2 * diff / (batch * c), V), a)
     if kind == "dot":
-        g_q = np.einsum("smbn,smbni->smbi", g_s, k) / np.sqrt(d)
+        g_q = ein("smbn,smbni->smbi", g_s, k) / np.sqrt(d)
         g_k = g_s[..., None] * q[:, :, :, None, :] / np.sqrt(d)
     else:
-        g_qh = np.einsum("smbn,smbni->smbi", g_s, kh)
+        g_qh = ein("smbn,smbni->smbi", g_s, kh)
         g_q = (g_qh - np.sum(g_qh * qh, axis=-1, keepdims=True) * qh) / qn
         g_kh = g_s[..., None] * qh[:, :, :, None, :]
         g_k = (g_kh - np.sum(g_kh * kh, axis=-1, keepdims=True) * kh) / kn
-    return {"Wq": np.einsum("smbi,sbj->smij", g_q, x), "Wk": np.einsum("smbni,sbnj->smij", g_k, K)}
+    return {"Wq": ein("smbi,sbj->smij", g_q, x), "Wk": ein("smbni,sbnj->smij", g_k, K)}
+
+
+def matmul_step(params, data, alpha, kind):
+    """The same algorithm as :func:`straightforward_step` (every key and every
+    per-key gradient formed), with each product written as a batched ``@``
+    and the large ones (forming the keys, the gradient of ``W_k``) as one
+    ``(batch * n) x d`` matrix product per seed and model, so that the work
+    goes to BLAS in large pieces."""
+    from attnscale.softmax import softmax, softmax_vjp
+
+    Wq, Wk, K, V, x, t = params["Wq"], params["Wk"], data["K"], data["V"], data["x"], data["target"]
+    seeds, batch, n, d = K.shape
+    models, c = Wq.shape[1], V.shape[-1]
+    a = np.asarray(alpha, dtype=float)[:, None]
+    flat_K = K.reshape(seeds, 1, batch * n, d)
+    q = x[:, None] @ Wq.swapaxes(-1, -2)  # (s, m, b, d)
+    k = (flat_K @ Wk.swapaxes(-1, -2)).reshape(seeds, models, batch, n, d)
+    if kind == "dot":
+        s = (k @ q[..., None])[..., 0] / np.sqrt(d)
+    else:
+        qn, kn = np.linalg.norm(q, axis=-1, keepdims=True), np.linalg.norm(k, axis=-1, keepdims=True)
+        qh, kh = q / qn, k / kn
+        s = (kh @ qh[..., None])[..., 0]
+    p = softmax(s, a[..., None])  # (s, m, b, n)
+    diff = (p[..., None, :] @ V[:, None])[..., 0, :] - t[:, None]
+    g_p = ((2 * diff / (batch * c))[..., None, :] @ V[:, None].swapaxes(-1, -2))[..., 0, :]
+    g_s = softmax_vjp(p, g_p, a)
+    if kind == "dot":
+        g_q = (g_s[..., None, :] @ k)[..., 0, :] / np.sqrt(d)
+        g_k = g_s[..., None] * q[:, :, :, None, :] / np.sqrt(d)
+    else:
+        g_qh = (g_s[..., None, :] @ kh)[..., 0, :]
+        g_q = (g_qh - np.sum(g_qh * qh, axis=-1, keepdims=True) * qh) / qn
+        g_kh = g_s[..., None] * qh[:, :, :, None, :]
+        g_k = (g_kh - np.sum(g_kh * kh, axis=-1, keepdims=True) * kh) / kn
+    g_Wq = g_q.swapaxes(-1, -2) @ x[:, None]
+    g_Wk = g_k.reshape(seeds, models, batch * n, d).swapaxes(-1, -2) @ flat_K
+    return {"Wq": g_Wq, "Wk": g_Wk}
+
+
+TRAINING_SIDES = {
+    "library": lambda params, data, alpha, kind: tr.loss_and_grads(params, data, alpha, kind)[1],
+    "einsum": lambda params, data, alpha, kind: straightforward_step(params, data, alpha, kind),
+    "einsum_optimize": lambda params, data, alpha, kind: straightforward_step(params, data, alpha, kind, optimize=True),
+    "matmul": matmul_step,
+}
+
+
+def training_problem(kind: str, n: int):
+    """The sweep's largest cells at length ``n``: d = 64, batches of 32, five seeds,
+    every scale and Adam learning rate of the sweep as models."""
+    _, alphas = tr.sweep_scales(256, 64, kind)
+    alpha = np.repeat(alphas, len(tr.SWEEP["lrs"]["adam"]))
+    rng = np.random.default_rng(0)
+    params = tr.init_params(rng, 5, alpha.size, 64)
+    params = {key: w + 0.05 * rng.standard_normal(w.shape) for key, w in params.items()}
+    data = tr.sample_batch(rng, 5, 32, n, 64)
+    return params, data, alpha
 
 
 def bench_training() -> dict:
     """One gradient step of the sweep's largest cells (n = 256, d = 64, five
-    seeds, every scale and learning rate of Adam as models)."""
-    from attnscale import training as tr
-
+    seeds, every scale and learning rate of Adam as models), every side timed
+    at n = 32 to 256 for the growth of time with n."""
+    lengths = [32, 64, 128, 256]
     out = {}
     for kind in tr.KINDS:
-        _, alphas = tr.sweep_scales(256, 64, kind)
-        alpha = np.repeat(alphas, len(tr.SWEEP["lrs"]["adam"]))
-        rng = np.random.default_rng(0)
-        params = tr.init_params(rng, 5, alpha.size, 64)
-        params = {key: w + 0.05 * rng.standard_normal(w.shape) for key, w in params.items()}
-        data = tr.sample_batch(rng, 5, 32, 256, 64)
-        lib_s, (_, lib, _) = timed(tr.loss_and_grads, params, data, alpha, kind)
-        ref_s, ref = timed(straightforward_step, params, data, alpha, kind, repeat=1)
-        err = max(float(np.max(np.abs(lib[key] - ref[key])) / np.max(np.abs(ref[key]))) for key in lib)
-        out[kind] = {"models": int(5 * alpha.size), "library_seconds": lib_s, "straightforward_seconds": ref_s,
-                     "speedup": ref_s / lib_s, "max_rel_difference": err}
+        problems = {n: training_problem(kind, n) for n in lengths}
+        params, data, alpha = problems[256]
+        grads = {name: fn(params, data, alpha, kind) for name, fn in TRAINING_SIDES.items()}
+        ref = grads["einsum"]
+        res: dict = {"models": int(5 * alpha.size), "n": 256, "d": 64, "batch": 32, "sides": {}}
+        for name, fn in TRAINING_SIDES.items():
+            sc = scaling(lambda n, fn=fn: (lambda p=problems[n]: fn(*p, kind)), lengths)
+            top = sc["points"][-1]
+            err = max(float(np.max(np.abs(grads[name][key] - ref[key])) / np.max(np.abs(ref[key]))) for key in ("Wq", "Wk"))
+            res["sides"][name] = {"seconds": {k: top[k] for k in ("median", "q1", "q3")} | {"iqr": top["q3"] - top["q1"], "repeats": top["repeats"]},
+                                  "max_rel_difference_from_einsum": err, "scaling": sc}
+        lib = res["sides"]["library"]["seconds"]
+        res["speedup"] = {name: ratio(res["sides"][name]["seconds"], lib) for name in ("einsum", "einsum_optimize", "matmul")}
+        strongest = min(("einsum_optimize", "matmul"), key=lambda name: res["sides"][name]["seconds"]["median"])
+        res["strongest_baseline"] = strongest
+        out[kind] = res
     return out
 
 
@@ -277,33 +438,79 @@ def machine() -> dict:
         "mpmath": mp.__version__,
         "platform": platform.platform(),
         "date": time.strftime("%Y-%m-%d"),
+        "blas_threads": BLAS_THREADS,
+        "timing": f"median and quartiles of {REPEAT} timed runs after {WARMUP} warm-up call (bench/harness.py)",
     }
 
 
-def main() -> int:
-    out_dir = ROOT / "_build" / "bench"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    results = {"machine": machine()}
-    # The book run below executes the appendix against the previous bench/results.json,
-    # so a new benchmark must first be added to that file (or the appendix made to wait for it).
-    for name, fn in (("alpha_star_normal", bench_normal), ("alpha_star_cosine", bench_cosine), ("montecarlo", bench_montecarlo), ("training", bench_training), ("book", bench_book)):
-        print(f"running {name} ...", flush=True)
-        results[name] = fn()
+PARTS = {"alpha_star_normal": bench_normal, "alpha_star_cosine": bench_cosine, "montecarlo": bench_montecarlo, "training": bench_training}
+
+
+def report(results: dict) -> None:
+    q = lambda m, unit="", scale=1.0: f"{m['median'] * scale:.3g}{unit} (IQR {m['q1'] * scale:.3g}-{m['q3'] * scale:.3g})"
+    x = lambda r: f"{r['median']:.3g}x [{r['low']:.3g}, {r['high']:.3g}]"
+    mach = results["machine"]
+    print(f"\nmachine: {mach['cpu']}, {mach['cores']} cores, Python {mach['python']}; every time is the median of {REPEAT} runs after {WARMUP} warm-up call")
+    n = results["alpha_star_normal"]
+    for name, side in n["sides"].items():
+        print(f"alpha_star_normal, {name:20s}: {q(side, ' us')} per value; worst rel. error {side['worst_rel_error_spread']:.1e} (spread), "
+              f"{side['worst_rel_error_near_one']:.1e} (near n = 1)" + (f"; library faster by {x(n['speedup'][name])}" if name in n["speedup"] else ""))
+    for name, sc in n["scaling"].items():
+        print(f"alpha_star_normal, {name:20s}: log-log slope {sc['loglog_slope']:.2f}")
+    c = results["alpha_star_cosine"]
+    print(f"alpha_star_cosine: library {q(c['library_grid'], ' ms')} per point on the {c['grid_points']}-point grid; naive failures on the sample: {len(c['naive_failures'])}")
+    for where in ("same_points_grid", "same_points_scattered"):
+        r = c[where]
+        print(f"alpha_star_cosine, {where}: {r['points']} points, naive {q(r['naive'], ' ms')}, library {q(r['library'], ' ms')} per point; "
+              f"library faster by {x(r['speedup'])}; agree to {r['worst_rel_diff']:.1e}")
+    m = results["montecarlo"]
+    for name in ("library", "straightforward"):
+        print(f"Monte Carlo n = 4096, {name}: {q(m[name]['seconds'], ' s')}, {m[name]['peak_mb']:.0f} MB peak")
+    print(f"Monte Carlo: library faster by {x(m['speedup'])}")
+    for kind, r in results["training"].items():
+        for name, side in r["sides"].items():
+            extra = f"; library faster by {x(r['speedup'][name])}" if name in r["speedup"] else ""
+            print(f"training step, {kind:6s}, {name:16s}: {q(side['seconds'], ' s')}, slope in n {side['scaling']['loglog_slope']:.2f}, "
+                  f"gradients within {side['max_rel_difference_from_einsum']:.0e}{extra}")
+    b = results.get("book")
+    if b:
+        print(f"book: nbval {b['nbval_seconds']:.0f} s against a {b['kernel_floor_seconds']:.0f} s floor ({b['content_over_floor']:.1f}x); "
+              f"cold make book {b['cold_make_book_seconds']:.0f} s, warm {b['warm_make_book_seconds']:.0f} s")
+
+
+def write(results: dict, out_dir: Path) -> None:
     text = json.dumps(results, indent=2, default=float)
     (out_dir / "bench.json").write_text(text)
     (ROOT / "bench" / "results.json").write_text(text + "\n")
-    n, c, m, b = results["alpha_star_normal"], results["alpha_star_cosine"], results["montecarlo"], results["book"]
-    print(f"\nmachine: {results['machine']['cpu']}, {results['machine']['cores']} cores, Python {results['machine']['python']}")
-    print(f"alpha_star_normal: {n['values']} values in {n['library_seconds']:.3f} s; {n['speedup_vs_scipy_loop']:.0f}x the scipy loop, "
-          f"{n['speedup_vs_mpmath_loop']:.0f}x the mpmath loop; worst relative error {n['worst_rel_error_library']:.1e} (scipy {n['worst_rel_error_scipy_loop']:.1e})")
-    print(f"alpha_star_cosine: {c['grid_points']} points in {c['grid_seconds']:.2f} s; {c['speedup_vs_naive']:.0f}x a per-point scipy solver; naive failures: {len(c['naive_failures'])}")
-    print(f"Monte Carlo n = 4096: library {m['library']['rows_per_second']:.0f} rows/s, {m['library']['peak_mb']:.0f} MB peak; "
-          f"straightforward {m['straightforward']['rows_per_second']:.0f} rows/s, {m['straightforward']['peak_mb']:.0f} MB")
-    for kind, r in results["training"].items():
-        print(f"training step, {kind} scores, {r['models']} models at n = 256, d = 64: {r['library_seconds']:.2f} s against "
-              f"{r['straightforward_seconds']:.2f} s straightforward ({r['speedup']:.1f}x), gradients agree to {r['max_rel_difference']:.0e}")
-    print(f"book: nbval {b['nbval_seconds']:.0f} s against a {b['kernel_floor_seconds']:.0f} s floor ({b['content_over_floor']:.1f}x); "
-          f"cold make book {b['cold_make_book_seconds']:.0f} s, warm {b['warm_make_book_seconds']:.0f} s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--skip-book", action="store_true", help="keep the 'book' section of the existing bench/results.json")
+    parser.add_argument("--only", nargs="+", choices=sorted(PARTS), help="re-run only these parts, keep the others from bench/results.json")
+    args = parser.parse_args(argv)
+    out_dir = ROOT / "_build" / "bench"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stored = ROOT / "bench" / "results.json"
+    previous = json.loads(stored.read_text()) if stored.is_file() else {}
+    results = {"machine": machine()}
+    for name, fn in PARTS.items():
+        if args.only and name not in args.only:
+            results[name] = previous[name]
+            continue
+        print(f"running {name} ...", flush=True)
+        results[name] = fn()
+    if "book" in previous:
+        # kept from an earlier run (--skip-book, --only): say which machine and day it was
+        results["book"] = {**previous["book"], "machine": previous["book"].get("machine", previous["machine"])}
+    # The book run executes the appendix, which reads bench/results.json: write
+    # the new numbers first, so that it reads them and not the previous ones.
+    write(results, out_dir)
+    if not (args.skip_book or args.only):
+        print("running book ...", flush=True)
+        results["book"] = {**bench_book(), "machine": results["machine"]}
+        write(results, out_dir)
+    report(results)
     return 0
 
 
