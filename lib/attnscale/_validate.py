@@ -143,3 +143,13 @@ def axis_index(axis: object, ndim: int, name: str = "axis") -> int:
     if not -ndim <= int(axis) < ndim:
         raise ValueError(f"{name} must be in [{-ndim}, {ndim - 1}] for an array with {ndim} axes, got {axis}")
     return int(axis) % ndim
+
+
+def scalar_or_array(out: ArrayLike, shape: tuple[int, ...] | None = None) -> NDArray[np.float64] | float:
+    """A result as the library returns it: an array (reshaped to ``shape`` when
+    given), or a Python float when it has no dimensions, so that scalar
+    arguments give a scalar."""
+    arr = np.asarray(out, dtype=float)
+    if shape is not None:
+        arr = arr.reshape(shape)
+    return arr if arr.ndim else float(arr)

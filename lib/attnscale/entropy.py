@@ -67,8 +67,7 @@ def mean_field_entropy_normal(alpha: ArrayLike, n: ArrayLike) -> NDArray[np.floa
     Valid in the high-temperature phase; it reaches 0 at ``alpha = sqrt(2 log n)``."""
     a = v.positive(alpha, "alpha")
     m = v.lengths(n)
-    out = np.log(m) - 0.5 * a * a
-    return out if out.ndim else float(out)
+    return v.scalar_or_array(np.log(m) - 0.5 * a * a)
 
 
 def mean_field_entropy_cosine(alpha: ArrayLike, n: ArrayLike, d: ArrayLike) -> NDArray[np.float64] | float:
@@ -79,6 +78,4 @@ def mean_field_entropy_cosine(alpha: ArrayLike, n: ArrayLike, d: ArrayLike) -> N
 
     m = v.lengths(n)
     a = v.positive(alpha, "alpha")
-    out = np.log(m) + log_mgf_cosine(a, d) - a * dlog_mgf_cosine(a, d)
-    out = np.asarray(out, dtype=float)
-    return out if out.ndim else float(out)
+    return v.scalar_or_array(np.log(m) + log_mgf_cosine(a, d) - a * dlog_mgf_cosine(a, d))

@@ -55,9 +55,6 @@ RTOL = 1e-10  # the solved rules hold their quantity to this relative tolerance 
 Out = NDArray[np.float64] | float
 
 
-def _shaped(out: NDArray[np.float64]) -> Out:
-    return out if out.ndim else float(out)
-
 
 def _greater_than_one(value: object, name: str) -> float:
     x = v.real_number(value, name)
@@ -74,7 +71,7 @@ def _extension(n: ArrayLike, n_train: object) -> tuple[NDArray[np.float64], floa
 
 def fixed(n: ArrayLike) -> Out:
     """``alpha = 1``: the usual ``1/sqrt(d)`` scale, whatever the length ``n``."""
-    return _shaped(np.ones_like(v.lengths(n, "n")))
+    return v.scalar_or_array(np.ones_like(v.lengths(n, "n")))
 
 
 def log512(n: ArrayLike, base: float = 512) -> Out:
@@ -85,7 +82,7 @@ def log512(n: ArrayLike, base: float = 512) -> Out:
     length the hyperparameters were tuned at. Below ``base`` the rule *lowers* the scale.
     """
     b = _greater_than_one(base, "base")
-    return _shaped(np.log(v.lengths(n, "n")) / math.log(b))
+    return v.scalar_or_array(np.log(v.lengths(n, "n")) / math.log(b))
 
 
 def qwen_logn(n: ArrayLike, n_train: float = 512) -> Out:
@@ -98,7 +95,7 @@ def qwen_logn(n: ArrayLike, n_train: float = 512) -> Out:
     are multiplied by that factor once. ``seq_length`` is ``n_train`` here.
     """
     ext, nt = _extension(n, n_train)
-    return _shaped(np.log(ext * nt) / math.log(nt))
+    return v.scalar_or_array(np.log(ext * nt) / math.log(nt))
 
 
 def yarn(n: ArrayLike, n_train: float = 512) -> Out:
@@ -113,7 +110,7 @@ def yarn(n: ArrayLike, n_train: float = 512) -> Out:
     ``1/t = (0.1 ln s + 1)^2``. For ``s <= 1`` the factor is 1, as in that code.
     """
     ext, _ = _extension(n, n_train)
-    return _shaped((0.1 * np.log(ext) + 1.0) ** 2)
+    return v.scalar_or_array((0.1 * np.log(ext) + 1.0) ** 2)
 
 
 def ssmax(n: ArrayLike, s: float = SSMAX_S) -> Out:
@@ -128,7 +125,7 @@ def ssmax(n: ArrayLike, s: float = SSMAX_S) -> Out:
     s_ = v.real_number(s, "s")
     if not s_ > 0:
         raise ValueError(f"s must be > 0, got {s_!r}")
-    return _shaped(s_ * np.log(v.lengths(n, "n")))
+    return v.scalar_or_array(s_ * np.log(v.lengths(n, "n")))
 
 
 def longrope(n: ArrayLike, n_train: float = 512) -> Out:
@@ -145,7 +142,7 @@ def longrope(n: ArrayLike, n_train: float = 512) -> Out:
     :func:`qwen_logn`.
     """
     ext, nt = _extension(n, n_train)
-    return _shaped(1.0 + np.log(ext) / math.log(nt))
+    return v.scalar_or_array(1.0 + np.log(ext) / math.log(nt))
 
 
 def chiang_cholak(n: ArrayLike) -> Out:
@@ -156,7 +153,7 @@ def chiang_cholak(n: ArrayLike) -> Out:
     be confirmed against the paper's own text (a different base would rescale ``alpha``
     by a constant).
     """
-    return _shaped(np.log(v.lengths(n, "n")))
+    return v.scalar_or_array(np.log(v.lengths(n, "n")))
 
 
 #: the grid in ``log alpha`` (``e^-12`` to ``e^4``) on which the solved rules look for their root first
@@ -195,7 +192,7 @@ def _solve(f: Callable[[float], float], on_grid: NDArray[np.float64], name: str)
 def _per_length(n: ArrayLike, solve: Callable[[float, NDArray], float], table: Callable[[NDArray], NDArray]) -> Out:
     m = v.lengths(n, "n")
     grid = table(m.ravel()) if m.size else np.empty((LOG_ALPHA_GRID.size, 0))
-    return _shaped(np.array([solve(float(x), grid[:, j]) for j, x in enumerate(m.ravel())]).reshape(m.shape))
+    return v.scalar_or_array(np.array([solve(float(x), grid[:, j]) for j, x in enumerate(m.ravel())]).reshape(m.shape))
 
 
 def _target(target: object, default: float, low: float, high: float, what: str) -> float:

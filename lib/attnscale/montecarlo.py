@@ -156,5 +156,4 @@ def rem_collision(alpha: ArrayLike, n: ArrayLike) -> NDArray[np.float64] | float
     ``m = alpha_c / alpha``)."""
     a = v.positive(alpha, "alpha")
     m = v.lengths(n)
-    out = np.clip(1.0 - np.sqrt(2.0 * np.log(m)) / a, 0.0, None)
-    return out if out.ndim else float(out)
+    return v.scalar_or_array(np.clip(1.0 - np.sqrt(2.0 * np.log(m)) / a, 0.0, None))

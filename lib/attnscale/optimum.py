@@ -31,9 +31,6 @@ __all__ = [
 ]
 
 
-def _out(x: NDArray[np.float64]) -> NDArray[np.float64] | float:
-    return x if x.ndim else float(x)
-
 
 def collision_normal(alpha: ArrayLike, n: ArrayLike) -> NDArray[np.float64] | float:
     """Mean-field ``sum_i p_i^2`` for standard normal scores: ``exp(alpha^2) / n``.
@@ -44,7 +41,7 @@ def collision_normal(alpha: ArrayLike, n: ArrayLike) -> NDArray[np.float64] | fl
     a = v.positive(alpha, "alpha")
     m = v.lengths(n)
     with np.errstate(over="ignore"):
-        return _out(np.exp(a * a - np.log(m)))
+        return v.scalar_or_array(np.exp(a * a - np.log(m)))
 
 
 def objective_normal(alpha: ArrayLike, n: ArrayLike) -> NDArray[np.float64] | float:
@@ -57,7 +54,7 @@ def objective_normal(alpha: ArrayLike, n: ArrayLike) -> NDArray[np.float64] | fl
     a = v.positive(alpha, "alpha")
     m = v.lengths(n)
     with np.errstate(over="ignore"):
-        return _out(a * -np.expm1(a * a - np.log(m)))
+        return v.scalar_or_array(a * -np.expm1(a * a - np.log(m)))
 
 
 #: the most Newton steps :func:`alpha_star_normal` takes before it raises
@@ -92,7 +89,7 @@ def alpha_star_normal(n: ArrayLike) -> NDArray[np.float64] | float:
         step = (x + np.log1p(2.0 * x) - log_n) / (1.0 + 2.0 / (1.0 + 2.0 * x))
         x = x - step
         if np.all(np.abs(step) <= 4.0 * np.finfo(float).eps * x):
-            return _out(np.sqrt(x))
+            return v.scalar_or_array(np.sqrt(x))
     raise ArithmeticError(f"alpha_star_normal: Newton's method did not converge in {NEWTON_STEPS} steps for n = {v._show(m)}")
 
 
@@ -114,13 +111,13 @@ def alpha_star_normal_asymptotic(n: ArrayLike, terms: int = 2) -> NDArray[np.flo
     m = v.lengths(n)
     L = np.log(m)
     if terms == 1:
-        return _out(np.sqrt(L))
+        return v.scalar_or_array(np.sqrt(L))
     x = L - np.log(2.0 * L)
     if terms == 3:
         x = x + (np.log(2.0 * L) - 0.5) / L
     if (x <= 0).any():
         raise ValueError(f"n is too small for the {terms}-term expansion: got {v._show(m[x <= 0][0])}")
-    return _out(np.sqrt(x))
+    return v.scalar_or_array(np.sqrt(x))
 
 
 def n_for_alpha_normal(alpha: ArrayLike) -> NDArray[np.float64] | float:
@@ -128,7 +125,7 @@ def n_for_alpha_normal(alpha: ArrayLike) -> NDArray[np.float64] | float:
     ``n = exp(alpha^2) (1 + 2 alpha^2)`` (the inverse of :func:`alpha_star_normal`)."""
     a = v.positive(alpha, "alpha")
     with np.errstate(over="ignore"):
-        return _out(np.exp(a * a) * (1.0 + 2.0 * a * a))
+        return v.scalar_or_array(np.exp(a * a) * (1.0 + 2.0 * a * a))
 
 
 # ---- cosine scores -------------------------------------------------------------
@@ -166,7 +163,7 @@ def collision_cosine(alpha: ArrayLike, n: ArrayLike, d: ArrayLike) -> NDArray[np
     ``M(2 alpha) / (n M(alpha)^2)`` (broadcasting ``alpha``, ``n`` and ``d``)."""
     _, excess = _cosine_log_excess(alpha, n, d)
     with np.errstate(over="ignore"):
-        return _out(np.exp(excess))
+        return v.scalar_or_array(np.exp(excess))
 
 
 def objective_cosine(alpha: ArrayLike, n: ArrayLike, d: ArrayLike) -> NDArray[np.float64] | float:
@@ -174,7 +171,7 @@ def objective_cosine(alpha: ArrayLike, n: ArrayLike, d: ArrayLike) -> NDArray[np
     ``alpha (1 - M(2 alpha) / (n M(alpha)^2))``."""
     a, excess = _cosine_log_excess(alpha, n, d)
     with np.errstate(over="ignore"):
-        return _out(a * -np.expm1(excess))
+        return v.scalar_or_array(a * -np.expm1(excess))
 
 
 def alpha_star_cosine(n: ArrayLike, d: ArrayLike, *, iterations: int = 60) -> NDArray[np.float64] | float:
@@ -251,4 +248,4 @@ def alpha_star_cosine(n: ArrayLike, d: ArrayLike, *, iterations: int = 60) -> ND
         x_hi[active[done & (f_new == 0)]] = x_new[done & (f_new == 0)]
         active = active[~done]
     lo, hi = np.exp(x_lo), np.exp(x_hi)
-    return _out(np.sqrt(lo * hi).reshape(shape))
+    return v.scalar_or_array(np.sqrt(lo * hi).reshape(shape))

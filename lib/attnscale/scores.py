@@ -43,8 +43,7 @@ def cosine_logpdf(s: ArrayLike, d: ArrayLike) -> NDArray[np.float64] | float:
     if (np.abs(s_) >= 1).any():
         raise ValueError(f"s must lie in (-1, 1), got {v._show(s_[np.abs(s_) >= 1][0])}")
     d_ = _dims(d)
-    out = 0.5 * (d_ - 3.0) * np.log1p(-s_ * s_) - betaln(0.5, 0.5 * (d_ - 1.0))
-    return out if out.ndim else float(out)
+    return v.scalar_or_array(0.5 * (d_ - 3.0) * np.log1p(-s_ * s_) - betaln(0.5, 0.5 * (d_ - 1.0)))
 
 
 def sample_cosines(rng: np.random.Generator, size: int | tuple[int, ...], d: float) -> NDArray[np.float64]:
@@ -78,20 +77,17 @@ def log_mgf_cosine(alpha: ArrayLike, d: ArrayLike) -> NDArray[np.float64] | floa
     a, d_, shape = _alpha_d(alpha, d)
     # M(alpha) = 0F1(; d/2; alpha^2/4): the series directly where it applies (no cancellation)
     series_value, series = _log_hyp0f1(0.5 * d_ - 1.0, a)
-    out = np.where(series, series_value, _log_mgf_minus_alpha(a, d_) + a).reshape(shape)
-    return out if out.ndim else float(out)
+    return v.scalar_or_array(np.where(series, series_value, _log_mgf_minus_alpha(a, d_) + a), shape)
 
 
 def dlog_mgf_cosine(alpha: ArrayLike, d: ArrayLike) -> NDArray[np.float64] | float:
     """``d/dalpha log M(alpha) = I_(d/2)(alpha) / I_(d/2-1)(alpha)``: the mean of
     ``s`` under the tilted density ``exp(alpha s) p(s) / M(alpha)``."""
     a, d_, shape = _alpha_d(alpha, d)
-    out = _ratio_and_complement(0.5 * d_ - 1.0, a)[0].reshape(shape)
-    return out if out.ndim else float(out)
+    return v.scalar_or_array(_ratio_and_complement(0.5 * d_ - 1.0, a)[0], shape)
 
 
 def log_mgf_normal(alpha: ArrayLike) -> NDArray[np.float64] | float:
     """``log E[exp(alpha s)] = alpha^2 / 2`` for standard normal scores."""
     a = v.finite(alpha, "alpha")
-    out = 0.5 * a * a
-    return out if out.ndim else float(out)
+    return v.scalar_or_array(0.5 * a * a)

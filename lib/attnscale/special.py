@@ -152,30 +152,26 @@ def _orders_and_args(nu: ArrayLike, x: ArrayLike) -> tuple[NDArray, NDArray, tup
     return n_.ravel().copy(), x_.ravel().copy(), n_.shape
 
 
-def _shaped(out: NDArray, shape: tuple[int, ...]) -> NDArray[np.float64] | float:
-    out = out.reshape(shape)
-    return out if out.ndim else float(out)
-
 
 def log_besseli_scaled(nu: ArrayLike, x: ArrayLike) -> NDArray[np.float64] | float:
     """``log I_nu(x) - x`` (the log of ``scipy.special.ive``), for ``nu >= 0``, ``x > 0``."""
     n_, x_, shape = _orders_and_args(nu, x)
-    return _shaped(_log_ive(n_, x_), shape)
+    return v.scalar_or_array(_log_ive(n_, x_), shape)
 
 
 def log_besseli(nu: ArrayLike, x: ArrayLike) -> NDArray[np.float64] | float:
     """``log I_nu(x)`` for orders ``nu >= 0`` and arguments ``x > 0`` (broadcasting)."""
     n_, x_, shape = _orders_and_args(nu, x)
-    return _shaped(_log_ive(n_, x_) + x_, shape)
+    return v.scalar_or_array(_log_ive(n_, x_) + x_, shape)
 
 
 def bessel_ratio(nu: ArrayLike, x: ArrayLike) -> NDArray[np.float64] | float:
     """``I_{nu+1}(x) / I_nu(x)``, which is ``d/dx log(x^-nu I_nu(x))``; in ``(0, 1)``."""
     n_, x_, shape = _orders_and_args(nu, x)
-    return _shaped(_ratio_and_complement(n_, x_)[0], shape)
+    return v.scalar_or_array(_ratio_and_complement(n_, x_)[0], shape)
 
 
 def bessel_ratio_complement(nu: ArrayLike, x: ArrayLike) -> NDArray[np.float64] | float:
     """``1 - I_{nu+1}(x) / I_nu(x)``, accurate also where the ratio is close to 1."""
     n_, x_, shape = _orders_and_args(nu, x)
-    return _shaped(_ratio_and_complement(n_, x_)[1], shape)
+    return v.scalar_or_array(_ratio_and_complement(n_, x_)[1], shape)

@@ -64,10 +64,6 @@ def _gaps(gap: ArrayLike, d: int | None) -> NDArray[np.float64]:
     return arr
 
 
-def _shaped(out: NDArray[np.float64], shape: tuple[int, ...]) -> Out:
-    out = out.reshape(shape)
-    return out if out.ndim else float(out)
-
 
 # ---- the driver -----------------------------------------------------------------------
 

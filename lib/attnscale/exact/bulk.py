@@ -8,8 +8,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import gammaln
 
+from .. import _validate as v
 from . import _grid, _sums
-from ._common import Out, _by_alpha, _dimension, _law, _lengths, _nodes, _scales, _shaped
+from ._common import Out, _by_alpha, _dimension, _law, _lengths, _nodes, _scales
 
 __all__ = ["expected_sum_p2", "expected_half_l1", "expected_entropy", "near_tie_limit", "near_tie_correction", "expected_sum_p2_shared_query"]
 
@@ -39,7 +40,7 @@ def _bulk(kind: str, n: ArrayLike, alpha: ArrayLike, d: object) -> Out:
         m = n_[sel]
         return {"p2": 1.0 / m, "half_l1": np.zeros_like(m), "entropy": np.log(m)}[kind]
 
-    return _shaped(_by_alpha(a_, compute, zero), shape)
+    return v.scalar_or_array(_by_alpha(a_, compute, zero), shape)
 
 
 def expected_sum_p2(n: ArrayLike, alpha: ArrayLike, d: int | None = None) -> Out:
@@ -112,9 +113,9 @@ def near_tie_limit(n: ArrayLike, d: int | None = None) -> Out:
     law = _law(d)
     flat = m.ravel().astype(float)
     if law == 2:
-        return _shaped(np.full(flat.shape, np.inf), m.shape)
+        return v.scalar_or_array(np.full(flat.shape, np.inf), m.shape)
     uniq, inv = np.unique(flat, return_inverse=True)
-    return _shaped(_grid.near_tie(law, uniq)[inv], m.shape)
+    return v.scalar_or_array(_grid.near_tie(law, uniq)[inv], m.shape)
 
 
 def near_tie_correction(n: ArrayLike, d: int | None = None) -> Out:
@@ -133,7 +134,7 @@ def near_tie_correction(n: ArrayLike, d: int | None = None) -> Out:
         raise ValueError(f"d must be >= 5 for the 1/alpha^2 expansion (d = 3: 1/alpha, d = 4: log(alpha)/alpha^2), got {law}")
     flat = m.ravel().astype(float)
     uniq, inv = np.unique(flat, return_inverse=True)
-    return _shaped(_grid.near_tie_second(law, uniq)[inv], m.shape)
+    return v.scalar_or_array(_grid.near_tie_second(law, uniq)[inv], m.shape)
 
 
 def expected_sum_p2_shared_query(n: ArrayLike, alpha: ArrayLike, d: int) -> Out:
@@ -172,4 +173,4 @@ def expected_sum_p2_shared_query(n: ArrayLike, alpha: ArrayLike, d: int) -> Out:
         m = n_[sel]
         vals = np.asarray(expected_sum_p2(m[None, :], (a * np.exp(0.5 * t))[:, None]))
         out[sel] = 1.0 / m + ht * (np.exp(log_rho) @ (vals - 1.0 / m[None, :]))
-    return _shaped(out, shape)
+    return v.scalar_or_array(out, shape)

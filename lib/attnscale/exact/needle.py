@@ -8,8 +8,9 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.special import expit
 
 from ..scores import log_mgf_cosine
+from .. import _validate as v
 from . import _sums
-from ._common import Out, _by_alpha, _gaps, _law, _lengths, _nodes, _scales, _shaped
+from ._common import Out, _by_alpha, _gaps, _law, _lengths, _nodes, _scales
 
 __all__ = ["needle_weight", "needle_sum_p2", "needle_entropy", "needle_weight_mean_field"]
 
@@ -34,7 +35,7 @@ def _needle(kind: str, n: ArrayLike, alpha: ArrayLike, gap: ArrayLike, d: object
         m = n_[sel]
         return np.log(m) if kind == "entropy" else 1.0 / m
 
-    return _shaped(_by_alpha(a_, compute, zero), shape)
+    return v.scalar_or_array(_by_alpha(a_, compute, zero), shape)
 
 
 def needle_weight(n: ArrayLike, alpha: ArrayLike, gap: ArrayLike, d: int | None = None) -> Out:
@@ -92,4 +93,4 @@ def needle_weight_mean_field(n: ArrayLike, alpha: ArrayLike, gap: ArrayLike, d: 
     z = np.log(n_ - 1.0) + excess
     # 1 / (1 + (n-1) e^excess) is exactly 1/n at alpha = 0; where z > 30 it is sigmoid(-z)
     near = 1.0 / (1.0 + (n_ - 1.0) * np.exp(np.minimum(excess, 700.0)))
-    return _shaped(np.where(z > 30.0, expit(-z), near), shape)
+    return v.scalar_or_array(np.where(z > 30.0, expit(-z), near), shape)
