@@ -135,6 +135,8 @@ SPECS: dict[str, tuple[dict, dict]] = {
     "claims.load_register": ({"path": lambda: __import__("attnscale.claims").claims.REGISTER}, {"path": [None, 3.0, "/no/such/register.yml"]}),
     "claims.evaluate_register": ({"records": []}, {"records": [None, NAN, [NAN], [{"id": "x"}]]}),
     "claims.numbers_of": ({"rec": {"id": "r", "claimed": 1.0}}, {"rec": [None, NAN]}),
+    "claims.chapter_table": ({"doc": "chapters/01_softmax_jacobian"},
+                             {"doc": [None, NAN, "", 3, "chapters/99_no_such_chapter"], "records": [NAN, "r", [NAN], [{"id": "x"}]]}),
     "plotting.figure": ({"ncols": 1, "nrows": 1}, {"ncols": COUNT, "nrows": COUNT, "width": POSITIVE + [100.0], "height": POSITIVE + [100.0]}),
     "plotting.rendered_text_px": ({"fig": lambda: __import__("attnscale.plotting").plotting.figure()[0]}, {"fig": [None, "fig", 3]}),
     "plotting.png": ({"fig": lambda: __import__("attnscale.plotting").plotting.figure()[0]}, {"fig": [None, "fig", 3]}),

@@ -220,3 +220,21 @@ def bounded_optimum(rec: dict) -> bool:
         a = alpha_star_normal(n)
         ok &= abs(best - 2 * a**3 / (1 + 2 * a * a)) < 1e-8
     return bool(ok)
+
+
+@register
+def decoder_half_length(rec: dict) -> list[float]:
+    """For a causal decoder of length T (position t sees t keys, t = 2..T), the average
+    share of the best mean-field gradient kept by alpha*(T/2), over the share kept by the
+    best single scale, for each T in inputs.lengths (negative mean-field values count as 0)."""
+    out = []
+    for length in inputs(rec).get("lengths", (512, 4096)):
+        t = np.arange(2, int(length) + 1, dtype=float)
+        best_t = objective_normal(alpha_star_normal(t), t)
+
+        def mean_share(a: float, t=t, best_t=best_t) -> float:
+            return float(np.mean(np.clip(objective_normal(a, t), 0, None) / best_t))
+
+        best = minimize_scalar(lambda a: -mean_share(a), bounds=(0.2, 4.0), method="bounded", options={"xatol": 1e-8})
+        out.append(mean_share(float(alpha_star_normal(length / 2))) / -float(best.fun))
+    return out

@@ -1,0 +1,132 @@
+"""The chapters' "what the sources say" tables come from the claims register.
+
+Each chapter with records shows them through one code cell that calls
+``attnscale.claims.chapter_table`` with its own path; no chapter keeps a
+hand-written verdict table, and the stored output of the table cell is what the
+register gives now. So a chapter cannot show a verdict the register does not
+have.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from attnscale.claims import chapter_table, load_register
+from attnscale.claims._tables import VERDICT_WORDS
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORDS = load_register(ROOT / "chapters" / "claims.yml")
+CHAPTERS = sorted(ROOT.glob("chapters/0*_*.ipynb")) + [ROOT / "chapters" / "10_training.ipynb"]
+DOCS = sorted({r["where"]["doc"] for r in RECORDS})
+CALL = re.compile(r"""chapter_table\(\s*["']([^"']+)["']""")
+BOLD_VERDICT = re.compile(r"\*\*\s*(holds|approximate|wrong|not checkable)\b", re.IGNORECASE)
+
+
+def cells(path: Path) -> list[dict]:
+    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+
+
+def text(cell: dict) -> str:
+    return "".join(cell["source"])
+
+
+def table_cells(doc: str) -> list[dict]:
+    return [c for c in cells(ROOT / f"{doc}.ipynb") if c["cell_type"] == "code" and "chapter_table" in text(c)]
+
+
+def rows(table: str) -> list[str]:
+    return [line for line in table.splitlines()[2:] if line.startswith("|")]
+
+
+def test_the_register_names_only_the_chapters_here():
+    assert set(DOCS) <= {f"chapters/{p.stem}" for p in CHAPTERS}
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_each_chapter_with_records_has_one_table_cell_with_its_own_path(doc):
+    found = table_cells(doc)
+    assert len(found) == 1, f"{doc}: {len(found)} cells call chapter_table"
+    assert CALL.findall(text(found[0])) == [doc]
+    assert "remove-input" in found[0]["metadata"].get("tags", [])
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_no_hand_written_verdict_table_remains(path):
+    """No Markdown table with a Verdict column, and no table row printing a verdict word in bold."""
+    for cell in cells(path):
+        if cell["cell_type"] != "markdown":
+            continue
+        for line in text(cell).splitlines():
+            if not line.lstrip().startswith("|"):
+                continue
+            headers = [h.strip().lower() for h in line.strip().strip("|").split("|")]
+            assert not any("verdict" in h for h in headers), f"{path.name}: hand-written verdict table: {line}"
+            assert not BOLD_VERDICT.search(line), f"{path.name}: a table row shows a verdict of its own: {line}"
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_the_table_has_one_row_per_record_with_its_verdict(doc):
+    mine = [r for r in RECORDS if r["where"]["doc"] == doc]
+    table = chapter_table(doc)
+    assert table.splitlines()[0] == "| Source | Claim | Verdict |"
+    lines = rows(table)
+    assert len(lines) == len(mine)
+    for rec, line in zip(mine, lines):
+        cells_ = re.split(r"(?<!\\)\|", line)[1:-1]
+        assert len(cells_) == 3, f"{rec['id']}: the row has {len(cells_)} cells: {line}"
+        verdict_cell = cells_[2].strip()
+        assert verdict_cell.startswith(f"**{VERDICT_WORDS[rec['verdict']]}**"), rec["id"]
+        assert len(BOLD_VERDICT.findall(verdict_cell)) == 1, f"{rec['id']}: more than one verdict word"
+
+
+def stored_markdown(doc: str) -> str | None:
+    for out in table_cells(doc)[0].get("outputs", []):
+        data = out.get("data", {})
+        if "text/markdown" in data:
+            return "".join(data["text/markdown"])
+    return None
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_the_stored_table_is_the_register_now(doc):
+    """A chapter whose stored output is stale (register edited, notebook not re-run) fails."""
+    assert stored_markdown(doc) == chapter_table(doc), f"re-run {doc}.ipynb (python tools/notebooks.py {doc}.ipynb)"
+
+
+def test_a_changed_verdict_changes_the_table():
+    doc = "chapters/05_gaussian_scores"
+    records = [dict(r) for r in RECORDS]
+    i = next(i for i, r in enumerate(records) if r["id"] == "su23a-no-closed-form")
+    before = chapter_table(doc, records)
+    records[i]["verdict"] = "holds"
+    after = chapter_table(doc, records)
+    assert before != after
+    changed = [(a, b) for a, b in zip(rows(before), rows(after)) if a != b]
+    assert len(changed) == 1 and "**wrong**" in changed[0][0] and "**holds**" in changed[0][1]
+
+
+def test_chapter_fields_follow_the_rules():
+    """chapter_claim and chapter_verdict: Markdown without MyST roles or verdict words."""
+    for rec in RECORDS:
+        for field in ("chapter_claim", "chapter_verdict"):
+            if field in rec:
+                assert isinstance(rec[field], str) and rec[field].strip(), (rec["id"], field)
+                assert not re.search(r"\{[a-z:]+\}`", rec[field]), (rec["id"], field, "MyST role")
+                assert not BOLD_VERDICT.search(rec[field]), (rec["id"], field, "verdict word")
+                assert rec[field].count("$") % 2 == 0, (rec["id"], field, "unbalanced $")
+
+
+def test_bad_chapter_fields_are_refused():
+    rec = dict(next(r for r in RECORDS if r["id"] == "su23-jacobian"))
+    doc = rec["where"]["doc"]
+    with pytest.raises(ValueError, match="verdict word"):
+        chapter_table(doc, [dict(rec, chapter_verdict="**wrong** after all")])
+    with pytest.raises(ValueError, match="role"):
+        chapter_table(doc, [dict(rec, chapter_claim="see {ref}`sec-x`")])
+    with pytest.raises(ValueError, match="doc"):
+        chapter_table("chapters/99_nothing", RECORDS)
+    assert r"a \| b" in chapter_table(doc, [dict(rec, chapter_claim="a | b")])
