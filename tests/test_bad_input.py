@@ -98,6 +98,8 @@ SPECS: dict[str, tuple[dict, dict]] = {
     "recommend.recommend": ({"n": 512, "d": 64}, {"n": LENGTH + [1e16], "d": COUNT, "scores": ["bilinear", None, 3]}),
     "recommend.scale_at_share": ({"n": 512}, {"n": LENGTH, "share": REAL + [0.0, 1.0, 1.5], "d": D_BAD + [2]}),
     "recommend.report": ({"n": 512, "d": 64}, {"n": LENGTH, "d": COUNT, "scores": ["bilinear", None]}),
+    "recommend.decoder_share": ({"alpha": 2.0, "length": 64}, {"alpha": POSITIVE + [[1.0, 2.0]], "length": COUNT + [1]}),
+    "recommend.decoder_best_scale": ({"length": 64}, {"length": COUNT + [1, 10**8]}),
     "montecarlo.collision_and_gradient": ({"scores": lambda: _rng().normal(size=(4, 8)), "alphas": [1.0, 2.0]},
                                           {"scores": [[[NAN, 1.0]], "s", None, [1.0, 2.0]], "alphas": POSITIVE, "chunk": COUNT}),
     "montecarlo.row_optimum": ({"scores": lambda: _rng().normal(size=(3, 16))},

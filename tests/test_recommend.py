@@ -11,7 +11,8 @@ import mpmath as mp
 import pytest
 
 from attnscale import exact
-from attnscale.recommend import main, recommend, report
+from attnscale.optimum import alpha_star_normal
+from attnscale.recommend import decoder_best_scale, decoder_share, main, recommend, report
 
 INTRO = Path(__file__).resolve().parents[1] / "intro.md"
 
@@ -125,3 +126,33 @@ def test_scale_at_share(n, share, d):
     assert exact.expected_half_l1(n, a, d) == pytest.approx(share * exact.near_tie_limit(n, d), rel=1e-9)
     # monotone in the share
     assert scale_at_share(n, share * 0.9, d) < a
+
+
+def test_decoder_share_is_one_at_the_optimum_of_each_position():
+    """No position keeps more than its own optimum, and alpha*(t) keeps all of it at t."""
+    for T in (16, 512):
+        for t in (2, 7, T):
+            share = decoder_share(float(alpha_star_normal(t)), T)
+            assert share.shape == (T - 1,)
+            assert abs(share[t - 2] - 1.0) < 1e-12
+            assert share.max() <= 1.0 + 1e-12 and share.min() >= 0.0
+
+
+def test_decoder_best_scale_against_a_grid_on_the_closed_form():
+    """Brent's optimum against a grid search whose per-position optimum comes from mpmath's
+    Lambert W (alpha*(t) = sqrt(W0(t sqrt(e)/2) - 1/2)), not from the library."""
+    T = 256
+    ts = list(range(2, T + 1))
+    best_t = []
+    for t in ts:
+        a = float(mp.sqrt(mp.lambertw(t * mp.sqrt(mp.e) / 2).real - mp.mpf(1) / 2))
+        best_t.append(a * -math.expm1(a * a - math.log(t)))
+
+    def mean_share(a):
+        return sum(max(0.0, a * -math.expm1(a * a - math.log(t))) / b for t, b in zip(ts, best_t)) / len(ts)
+
+    grid = [0.2 + 0.001 * i for i in range(3801)]
+    values = [mean_share(a) for a in grid]
+    k = max(range(len(grid)), key=values.__getitem__)
+    alpha, share = decoder_best_scale(T)
+    assert abs(alpha - grid[k]) <= 1e-3 and abs(share - values[k]) < 1e-6

@@ -16,6 +16,8 @@ logit ``q . k`` (dot) or the cosine (cosine) is multiplied by.
 - ``freezing``: ``sqrt(2 log n)``, the random-energy-model freezing point (dot scores).
 
 Each entry also carries the exact expected gradient and its share of the limit.
+:func:`decoder_share` and :func:`decoder_best_scale` answer the decoder's version of
+the question (one scale for every position of a causal decoder) in the mean field.
 """
 
 from __future__ import annotations
@@ -25,13 +27,15 @@ import math
 import textwrap
 from dataclasses import dataclass
 
-from scipy.optimize import brentq
+import numpy as np
+from numpy.typing import NDArray
+from scipy.optimize import brentq, minimize_scalar
 
 from . import _validate as v
 from . import exact
-from .optimum import alpha_star_cosine, alpha_star_normal
+from .optimum import alpha_star_cosine, alpha_star_normal, objective_normal
 
-__all__ = ["Scale", "scale_at_share", "recommend", "report", "main"]
+__all__ = ["Scale", "scale_at_share", "decoder_share", "decoder_best_scale", "recommend", "report", "main"]
 
 NINETY = 0.9  # the share of the limit that defines the "ninety" scale
 
@@ -70,6 +74,41 @@ def scale_at_share(n: float, share: float = NINETY, d: int | None = None) -> flo
     while gap(hi) < 0:
         hi *= 2.0
     return float(brentq(gap, 1e-6, hi, xtol=1e-10, rtol=1e-12))
+
+
+DECODER_MAX = 10**6  # longest decoder the decoder functions accept (one array entry per position)
+
+
+def _decoder_length(length: object) -> int:
+    T = v.integer_at_least(length, "length", 2)
+    if T > DECODER_MAX:
+        raise ValueError(f"length must be <= {DECODER_MAX}, got {T}")
+    return T
+
+
+def decoder_share(alpha: float, length: int) -> NDArray[np.float64]:
+    """For a causal decoder of maximum length ``T = length`` (position ``t`` attends over
+    ``t`` keys, ``t = 2..T``) and one scale ``alpha > 0`` for every position: the share
+    of the best mean-field gradient kept at each position,
+    ``G(alpha; t) / G(alpha*(t); t)`` with ``G`` :func:`attnscale.optimum.objective_normal`
+    (standard normal scores), negative values (the mean field beyond its range)
+    counted as 0. Shape ``(T - 1,)``."""
+    a = v.real_number(alpha, "alpha")
+    if not a > 0:
+        raise ValueError(f"alpha must be > 0, got {a!r}")
+    t = np.arange(2, _decoder_length(length) + 1, dtype=float)
+    return np.clip(objective_normal(a, t), 0.0, None) / objective_normal(alpha_star_normal(t), t)
+
+
+def decoder_best_scale(length: int) -> tuple[float, float]:
+    """The single scale that keeps the largest mean :func:`decoder_share` over the
+    positions of a decoder of maximum length ``length``, and that mean share: Brent's
+    method on ``0.2 <= alpha <= 4`` (wide enough for ``2 <= T <= 1e6``) to ``1e-8``."""
+    T = _decoder_length(length)
+    best = minimize_scalar(lambda a: -float(decoder_share(a, T).mean()), bounds=(0.2, 4.0), method="bounded", options={"xatol": 1e-8})
+    if not 0.2 + 1e-6 < best.x < 4.0 - 1e-6:
+        raise ValueError(f"length: the best scale for T = {T} lies at the edge of [0.2, 4] (T too large)")
+    return float(best.x), -float(best.fun)
 
 
 def recommend(n: float, d: int, scores: str = "dot") -> list[Scale]:

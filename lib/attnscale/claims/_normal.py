@@ -9,6 +9,7 @@ from scipy.optimize import minimize_scalar
 from ..entropy import collision
 from ..exact import expected_half_l1, expected_sum_p2
 from ..optimum import alpha_star_normal, collision_normal, n_for_alpha_normal, objective_normal
+from ..recommend import decoder_best_scale, decoder_share
 from ..scores import log_mgf_normal
 from ..softmax import gradient_l1, softmax
 from ._registry import fd_derivative, fd_second, fit_through_origin, inputs, register, sweep
@@ -224,17 +225,11 @@ def bounded_optimum(rec: dict) -> bool:
 
 @register
 def decoder_half_length(rec: dict) -> list[float]:
-    """For a causal decoder of length T (position t sees t keys, t = 2..T), the average
-    share of the best mean-field gradient kept by alpha*(T/2), over the share kept by the
-    best single scale, for each T in inputs.lengths (negative mean-field values count as 0)."""
+    """For a causal decoder of length T, the mean share of the best mean-field gradient
+    kept by alpha*(T/2) over the mean share kept by the best single scale, for each T in
+    inputs.lengths (attnscale.recommend.decoder_share and decoder_best_scale)."""
     out = []
     for length in inputs(rec).get("lengths", (512, 4096)):
-        t = np.arange(2, int(length) + 1, dtype=float)
-        best_t = objective_normal(alpha_star_normal(t), t)
-
-        def mean_share(a: float, t=t, best_t=best_t) -> float:
-            return float(np.mean(np.clip(objective_normal(a, t), 0, None) / best_t))
-
-        best = minimize_scalar(lambda a: -mean_share(a), bounds=(0.2, 4.0), method="bounded", options={"xatol": 1e-8})
-        out.append(mean_share(float(alpha_star_normal(length / 2))) / -float(best.fun))
+        _, best_share = decoder_best_scale(int(length))
+        out.append(float(decoder_share(float(alpha_star_normal(length / 2)), int(length)).mean()) / best_share)
     return out
