@@ -160,6 +160,31 @@ def test_figures_and_table_ids_are_legible_in_both_themes(browser, base_url, the
     assert (lighter + 0.05) / (darker + 0.05) >= 4.5, ids
 
 
+def test_register_filters_by_note_and_verdict(browser, base_url):
+    """Chapter 11's menus show exactly the records of the chosen note and verdict
+    (counted against the register itself), and hide the sections left empty."""
+    records = yaml.safe_load((ROOT / "chapters" / "claims.yml").read_text())
+    page = browser.new_page()
+    try:
+        page.goto(page_url(base_url, SITE, SITE / "chapters" / "11_claims_register.html"), wait_until="load")
+        rows = "section.claims-source tbody tr"
+        visible = f"() => [...document.querySelectorAll('{rows}')].filter(r => r.offsetParent !== null).map(r => [r.dataset.note, r.dataset.verdict])"
+        assert len(page.evaluate(visible)) == len(records)
+        page.select_option("#claims-verdict", "wrong")
+        shown = page.evaluate(visible)
+        assert len(shown) == sum(r["verdict"] == "wrong" for r in records) and {v for _, v in shown} == {"wrong"}
+        note = "003_482530c1c121b366.txt"
+        page.select_option("#claims-note", note)
+        shown = page.evaluate(visible)
+        assert len(shown) == sum(r["verdict"] == "wrong" and r["source"]["file"] == note for r in records) > 0
+        assert {tuple(r) for r in shown} == {(note, "wrong")}
+        sections = page.evaluate("() => [...document.querySelectorAll('section.claims-source')].filter(s => s.offsetParent !== null).length")
+        assert sections == 1
+        assert page.inner_text("#claims-shown").startswith(f"{len(shown)} records")
+    finally:
+        page.close()
+
+
 BROKEN_PAGE = """<!doctype html><html><head><title>broken</title></head><body>
 <p>An unrendered formula: $$\\frac{a}{b}$$</p>
 <img src="missing.png" alt="missing">
