@@ -84,6 +84,8 @@ SPECS: dict[str, tuple[dict, dict]] = {
     "exact.needle_entropy": ({"n": 64, "alpha": 1.0, "gap": 3.0}, {"n": LENGTH, "alpha": REAL + [-1.0], "gap": REAL, "d": D_BAD}),
     "exact.needle_weight_mean_field": ({"n": 64, "alpha": 1.0, "gap": 3.0}, {"n": LENGTH, "alpha": REAL + [-1.0], "gap": REAL, "d": D_BAD}),
     "exact.expected_sum_p2_shared_query": ({"n": 64, "alpha": 1.0, "d": 16}, {"n": LENGTH, "alpha": REAL + [-1.0], "d": REAL + [0, None]}),
+    "entropy.alpha_for_mean_field_entropy": ({"n": 2048}, {"n": LENGTH + [100.0], "n_train": REAL + [1.0, 0.5], "alpha_train": POSITIVE,
+                                                          "d": D_BAD + [2], "floor": [0.0, -1.0, NAN, INF, "x"]}),
     "lengthrules.fixed": ({"n": 2048}, {"n": LENGTH}),
     "lengthrules.log512": ({"n": 2048}, {"n": LENGTH, "base": REAL + [1.0, 0.5]}),
     "lengthrules.qwen_logn": ({"n": 2048}, {"n": LENGTH, "n_train": REAL + [1.0, 0.5]}),

@@ -230,3 +230,27 @@ def test_bad_parameters():
         L.alpha_constant_entropy(4096, target=-1.0)
     with pytest.raises(ValueError, match="target"):
         L.alpha_constant_needle(4096, target=1.5)
+
+
+def test_mean_field_entropy_invariant_rule():
+    """attnscale.entropy.alpha_for_mean_field_entropy: the mean-field entropy at (n, alpha(n))
+    equals the training one, the normal case is sqrt(alpha_0^2 + 2 log(n / n_0)) with slope
+    1/alpha_0 in log n at n_0 (central difference), and unreachable lengths raise or floor."""
+    from attnscale.entropy import alpha_for_mean_field_entropy as rule
+    from attnscale.entropy import mean_field_entropy_cosine, mean_field_entropy_normal
+
+    n = np.array([512.0, 2048.0, 2.0**20])
+    a = rule(n, 512, 1.5)
+    np.testing.assert_allclose(mean_field_entropy_normal(a, n), mean_field_entropy_normal(1.5, 512.0), rtol=1e-14)
+    h = 1e-5
+    slope = (rule(512 * np.exp(h), 512, 1.5) - rule(512 * np.exp(-h), 512, 1.5)) / (2 * h)
+    assert abs(slope - 1 / 1.5) < 1e-8
+    for d in (3, 64, 1024):
+        lengths = np.array([600.0, 4096.0, 1e6])
+        a = rule(lengths, 512, 8.0, d=d)
+        np.testing.assert_allclose(mean_field_entropy_cosine(a, lengths, d), mean_field_entropy_cosine(8.0, 512.0, d), rtol=1e-9)
+        assert np.all(np.diff(a) > 0) and a[0] > 8.0
+    with pytest.raises(ValueError, match="n must exceed"):
+        rule(100.0, 512, 1.0)
+    assert rule(100.0, 512, 1.0, floor=1e-3) == 1e-3
+    np.testing.assert_array_equal(rule(np.array([16.0, 512.0]), 512, 8.0, d=64, floor=0.5)[0], 0.5)

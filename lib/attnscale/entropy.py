@@ -5,6 +5,8 @@ All functions take probability vectors along the last axis (any batch shape).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -18,6 +20,7 @@ __all__ = [
     "softmax_entropy",
     "mean_field_entropy_normal",
     "mean_field_entropy_cosine",
+    "alpha_for_mean_field_entropy",
 ]
 
 
@@ -79,3 +82,54 @@ def mean_field_entropy_cosine(alpha: ArrayLike, n: ArrayLike, d: ArrayLike) -> N
     m = v.lengths(n)
     a = v.positive(alpha, "alpha")
     return v.scalar_or_array(np.log(m) + log_mgf_cosine(a, d) - a * dlog_mgf_cosine(a, d))
+
+
+def alpha_for_mean_field_entropy(n: ArrayLike, n_train: float = 512, alpha_train: float = 1.0, d: int | None = None,
+                                 floor: float | None = None) -> NDArray[np.float64] | float:
+    """The scale at length ``n`` whose mean-field entropy equals its value at the
+    training length ``n_train`` and scale ``alpha_train``: the book's entropy-invariant
+    rule. Normal scores (``d=None``): ``sqrt(alpha_train^2 + 2 log(n / n_train))``, from
+    ``H ~ log n - alpha^2/2``; cosine scores in ``R^d``: the root of
+    :func:`mean_field_entropy_cosine` by Brent's method (to 1e-10 in ``alpha``).
+
+    The mean-field entropy falls from ``log n`` as ``alpha`` grows, so the training
+    entropy is out of reach where ``log n`` is at or below it (for normal scores,
+    ``n <= n_train e^(-alpha_train^2/2)``): no positive scale has it. Such lengths
+    raise ``ValueError`` naming ``n``, unless ``floor`` (> 0) is given, which they then
+    get instead (a nearly uniform row, the closest any scale comes)."""
+    from scipy.optimize import brentq
+
+    m = v.lengths(n)
+    nt = v.real_number(n_train, "n_train")
+    if not nt > 1:
+        raise ValueError(f"n_train must be > 1, got {nt!r}")
+    a0 = v.real_number(alpha_train, "alpha_train")
+    if not a0 > 0:
+        raise ValueError(f"alpha_train must be > 0, got {a0!r}")
+    if floor is not None:
+        floor = v.real_number(floor, "floor")
+        if not floor > 0:
+            raise ValueError(f"floor must be > 0, got {floor!r}")
+    if d is None:
+        target = math.log(nt) - 0.5 * a0 * a0
+    else:
+        d = v.integer_at_least(d, "d", 3)
+        target = float(mean_field_entropy_cosine(a0, nt, d))
+    flat = np.atleast_1d(m).astype(float).ravel()
+    reach = np.log(flat) > target
+    if not reach.all() and floor is None:
+        raise ValueError(f"n must exceed e^H = {math.exp(target):.6g} to reach the training entropy H = {target:.6g} nats "
+                         f"(pass floor to get a fixed small scale there), got {v._show(flat[~reach][0])}")
+    out = np.full(flat.shape, floor if floor is not None else 0.0)
+    if d is None:
+        out[reach] = np.sqrt(2.0 * (np.log(flat[reach]) - target))
+    else:
+        for i in np.flatnonzero(reach):
+            def gap(a: float, length: float = float(flat[i])) -> float:
+                return float(mean_field_entropy_cosine(a, length, d)) - target
+
+            hi = max(2.0 * a0, 1.0)
+            while gap(hi) > 0:
+                hi *= 2.0
+            out[i] = brentq(gap, 1e-9, hi, xtol=1e-10, rtol=1e-15)
+    return v.scalar_or_array(out, np.shape(m))
