@@ -127,3 +127,13 @@ def test_bad_input(call, exc, words):
     with pytest.raises(exc) as info:
         call()
     assert words in str(info.value)
+
+
+@pytest.mark.parametrize("x", [1e-300, 1e-200, 1e-120, 1e-50, 1e-10, 2e-9, 1e-5])
+def test_bessel_ratio_at_tiny_arguments_against_mpmath(x):
+    """Down to x = 1e-300 (where x^2/4 underflows) the ratio keeps full relative accuracy, never 0."""
+    for nu in (0.0, 2.0, 31.0, 500.0):
+        with mp.workdps(40):
+            ref = mp.besseli(nu + 1, mp.mpf(x)) / mp.besseli(nu, mp.mpf(x))
+        got = bessel_ratio(nu, x)
+        assert got > 0 and abs(got / float(ref) - 1) < 4e-15, (nu, x, got, ref)

@@ -1,5 +1,6 @@
 """Monte Carlo kernels against straightforward references."""
 
+import mpmath as mp
 import numpy as np
 import pytest
 
@@ -79,3 +80,16 @@ def test_typical_row_optimum_rejects_a_measure_that_is_not_positive():
     rows = np.random.default_rng(5).standard_normal((10, 8))
     with pytest.raises(ValueError, match="measure"):
         typical_row_optimum(rows, lambda p, a: -np.ones(p.shape[0]))
+
+
+@pytest.mark.parametrize("n", [10**40])
+def test_gap_density_for_astronomical_n_against_mpmath(n):
+    """Past n ~ 1e31 the largest score passes 12: the integral must follow it (mpmath
+    quadrature of the same integral over the whole line, with 25 digits beyond those of n:
+    Phi(x)^(n-2) needs 1 - Phi(x) ~ 1/n resolved)."""
+    with mp.workdps(len(str(n)) + 25):
+        N = mp.mpf(n)
+        f = lambda x: N * (N - 1) * mp.npdf(x) ** 2 * mp.ncdf(x) ** (N - 2)
+        top = mp.sqrt(2 * mp.log(N))
+        ref = mp.quad(f, [-mp.inf, top - 3, top - 1, top, top + 1, top + 3, mp.inf])
+    assert abs(gap_density_at_zero(n) / float(ref) - 1) < 1e-8

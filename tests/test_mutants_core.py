@@ -122,7 +122,7 @@ def test_alpha_star_cosine_beyond_the_bessel_range_raises():
     # where the Bessel functions are trusted, and the bracket cannot be formed
     with pytest.raises(ValueError) as info:
         alpha_star_cosine(1e300, 3)
-    assert str(info.value) == "could not bracket the optimum: n too large for d"
+    assert str(info.value) == "n is too large for d: the optimum could not be bracketed"
 
 
 # ---- montecarlo ------------------------------------------------------------------

@@ -139,13 +139,14 @@ def gap_density_at_zero(n: int) -> float:
     """Density at 0 of the gap between the two largest of ``n`` independent
     standard normals: ``n (n-1) int phi(x)^2 Phi(x)^(n-2) dx``. It is the limit of
     ``E[alpha (1 - sum p^2)]`` as ``alpha -> infinity`` (near-ties)."""
-    n = v.integer_at_least(n, "n", 2)
+    m = float(v.integer_at_least(n, "n", 2))  # a float from here: n may exceed the int64 range
 
     def integrand(x: float) -> float:
-        return np.exp(np.log(n) + np.log(n - 1.0) - x * x - np.log(2 * np.pi) + (n - 2) * log_ndtr(x))
+        return np.exp(np.log(m) + np.log(m - 1.0) - x * x - np.log(2 * np.pi) + (m - 2) * log_ndtr(x))
 
-    top = np.sqrt(2 * np.log(n))
-    value, _ = quad(integrand, -10, 12, points=[top - 1, top, top + 1], epsabs=0, epsrel=1e-11, limit=500)
+    top = np.sqrt(2 * np.log(m))
+    # the mass sits near the largest score, about sqrt(2 log n): the range reaches 10 beyond it
+    value, _ = quad(integrand, -10, max(12.0, top + 10.0), points=[top - 1, top, top + 1], epsabs=0, epsrel=1e-11, limit=500)
     return float(value)
 
 

@@ -212,8 +212,8 @@ def alpha_star_cosine(n: ArrayLike, d: ArrayLike, *, iterations: int = 60) -> ND
             break
         lo[idx] = hi[idx]
         hi[idx] *= 2.0
-    else:  # pragma: no cover - would need n beyond float range
-        raise ValueError("could not bracket the optimum: n too large for d")
+    else:  # reached for n far beyond what d can resolve (e.g. n = 1e300 with d = 3)
+        raise ValueError("n is too large for d: the optimum could not be bracketed")
     for _ in range(400):  # shrink lo until h(lo) < 0
         idx = everything[h(lo, everything) >= 0]
         if idx.size == 0:

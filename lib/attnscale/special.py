@@ -127,6 +127,10 @@ def _ratio_and_complement(nu: NDArray, x: NDArray) -> tuple[NDArray, NDArray]:
     if series.any():
         _, mean_k = _series(nu[series] + 1.0, 0.25 * x[series] ** 2)
         r[series] = 2.0 * mean_k / x[series]  # d/dx log 0F1(; nu+1; x^2/4)
+        # for x < 1e-9 the series is its leading term, r = x / (2 (nu + 1)), to relative
+        # x^2 / (4 (nu + 1) (nu + 2)) < 1e-18; this also keeps r exact where x^2/4 underflows
+        tiny = series & (x < 1e-9)
+        r[tiny] = x[tiny] / (2.0 * (nu[tiny] + 1.0))
         q[series] = 1.0 - r[series]  # r <= 10 / sqrt(nu + 1) < 1 here, no cancellation to speak of
     if hankel.any():
         n_, x_ = nu[hankel], x[hankel]
