@@ -230,3 +230,60 @@ def test_softmax_score_errors_word_for_word(s, axis, message):
     with pytest.raises(ValueError) as info:
         softmax(np.array(s), 1.0, axis)
     assert str(info.value) == message
+
+
+# ---- softmax.power_weights and montecarlo.typical_row_optimum (added after the first mutation run) ----
+
+
+def test_power_weights_messages_defaults_axis_and_extreme_scales():
+    from attnscale.softmax import power_weights
+
+    for call, kind, message in (
+        (lambda: power_weights([np.nan, 1.0]), ValueError, "s must be finite"),
+        (lambda: power_weights(3.0), ValueError, "s must have at least one axis"),
+        (lambda: power_weights([1.0, 2.0], m="x"), TypeError, "m must be a real number"),
+        (lambda: power_weights([1.0, 2.0], m=0.0), ValueError, "m must be > 0"),
+        (lambda: power_weights([1.0, 2.0], scale=0.0), ValueError, "scale must be > 0"),
+        (lambda: power_weights([-1.0, -2.0]), ValueError, "s must have a positive score in every row (relu^m"),
+    ):
+        with pytest.raises(kind) as info:
+            call()
+        assert str(info.value).startswith(message), str(info.value)
+    # the default power is 2: relu(s)^2 / sum relu(s)^2
+    np.testing.assert_allclose(power_weights([1.0, 2.0, -1.0]), [0.2, 0.8, 0.0], rtol=1e-15)
+    # along axis 0 each column is one distribution
+    s = np.array([[1.0, 3.0], [2.0, 1.0]])
+    np.testing.assert_allclose(power_weights(s, axis=0), [[0.2, 0.9], [0.8, 0.1]], rtol=1e-14)
+    # the scale cancels even where s / scale would overflow: it multiplies the scores
+    # (through logarithms near -668, so rounding is amplified about a thousandfold)
+    np.testing.assert_allclose(power_weights([1e10, 2e10], scale=1e-300), [0.2, 0.8], rtol=1e-12)
+
+
+def test_typical_row_optimum_against_a_two_key_closed_form_and_its_bounds():
+    """For one row of two keys with gap 3, alpha (1 - sum p^2) = 2 alpha p (1 - p) is
+    (2/3) u sech^2(u) / 2 with u = 3 alpha / 2, largest where 2 u tanh(u) = 1."""
+    from scipy.optimize import brentq
+
+    from attnscale.montecarlo import typical_row_optimum
+
+    u = brentq(lambda x: 2 * x * np.tanh(x) - 1, 0.1, 2.0, xtol=1e-14)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an unknown solver option would warn
+        got = typical_row_optimum(np.array([[0.0, 3.0]]))
+    assert abs(got / (2 * u / 3) - 1) < 2e-4
+    # an optimum beyond the default upper bound 60 stops at it
+    edge = typical_row_optimum(np.array([[0.0, 0.01]]))
+    assert abs(edge / 60.0 - 1) < 1e-3
+    for call, kind, message in (
+        (lambda: typical_row_optimum([[np.nan, 1.0]]), ValueError, "scores must be finite"),
+        (lambda: typical_row_optimum([[0.0, 1.0]], measure=3), TypeError, "measure must be a function of (p, alpha), got int"),
+        (lambda: typical_row_optimum([[0.0, 1.0]], lo=np.nan), ValueError, "lo must be finite"),
+        (lambda: typical_row_optimum([[0.0, 1.0]], lo=-1.0), ValueError, "lo must be > 0"),
+        (lambda: typical_row_optimum([[0.0, 1.0]], hi=np.nan), ValueError, "hi must be finite"),
+        (lambda: typical_row_optimum([[0.0, 1.0]], hi=-1.0), ValueError, "hi must be > 0"),
+        (lambda: typical_row_optimum([[0.0, 1.0]], lo=1.0, hi=1.0), ValueError, "need lo < hi"),
+        (lambda: typical_row_optimum([[0.0, 1.0]], measure=lambda p, a: np.zeros(len(p))), ValueError, "measure must return one positive value per row"),
+    ):
+        with pytest.raises(kind) as info:
+            call()
+        assert str(info.value).startswith(message), str(info.value)
