@@ -112,6 +112,14 @@ def real_number(value: object, name: str) -> float:
     return value
 
 
+def real_above(value: object, name: str, bound: float = 0.0) -> float:
+    """A finite real Python float strictly greater than ``bound``."""
+    x = real_number(value, name)
+    if not x > bound:
+        raise ValueError(f"{name} must be > {bound:g}, got {x!r}")
+    return x
+
+
 def text(value: object, name: str) -> str:
     """A string argument (a label or a name)."""
     if not isinstance(value, str):

@@ -100,16 +100,10 @@ def alpha_for_mean_field_entropy(n: ArrayLike, n_train: float = 512, alpha_train
     from scipy.optimize import brentq
 
     m = v.lengths(n)
-    nt = v.real_number(n_train, "n_train")
-    if not nt > 1:
-        raise ValueError(f"n_train must be > 1, got {nt!r}")
-    a0 = v.real_number(alpha_train, "alpha_train")
-    if not a0 > 0:
-        raise ValueError(f"alpha_train must be > 0, got {a0!r}")
+    nt = v.real_above(n_train, "n_train", 1.0)
+    a0 = v.real_above(alpha_train, "alpha_train")
     if floor is not None:
-        floor = v.real_number(floor, "floor")
-        if not floor > 0:
-            raise ValueError(f"floor must be > 0, got {floor!r}")
+        floor = v.real_above(floor, "floor")
     if d is None:
         target = math.log(nt) - 0.5 * a0 * a0
     else:

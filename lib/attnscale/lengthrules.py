@@ -57,10 +57,7 @@ Out = NDArray[np.float64] | float
 
 
 def _greater_than_one(value: object, name: str) -> float:
-    x = v.real_number(value, name)
-    if not x > 1:
-        raise ValueError(f"{name} must be > 1, got {x!r}")
-    return x
+    return v.real_above(value, name, 1.0)
 
 
 def _extension(n: ArrayLike, n_train: object) -> tuple[NDArray[np.float64], float]:
@@ -122,9 +119,7 @@ def ssmax(n: ArrayLike, s: float = SSMAX_S) -> Out:
     head). Default ``s = 0.43``, the value the paper uses in its Figure 1; it is an
     illustration, not a learned value for any particular model.
     """
-    s_ = v.real_number(s, "s")
-    if not s_ > 0:
-        raise ValueError(f"s must be > 0, got {s_!r}")
+    s_ = v.real_above(s, "s")
     return v.scalar_or_array(s_ * np.log(v.lengths(n, "n")))
 
 

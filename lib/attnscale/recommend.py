@@ -93,11 +93,18 @@ def decoder_share(alpha: float, length: int) -> NDArray[np.float64]:
     ``G(alpha; t) / G(alpha*(t); t)`` with ``G`` :func:`attnscale.optimum.objective_normal`
     (standard normal scores), negative values (the mean field beyond its range)
     counted as 0. Shape ``(T - 1,)``."""
-    a = v.real_number(alpha, "alpha")
-    if not a > 0:
-        raise ValueError(f"alpha must be > 0, got {a!r}")
-    t = np.arange(2, _decoder_length(length) + 1, dtype=float)
-    return np.clip(objective_normal(a, t), 0.0, None) / objective_normal(alpha_star_normal(t), t)
+    a = v.real_above(alpha, "alpha")
+    return _share(a, *_decoder_positions(_decoder_length(length)))
+
+
+def _decoder_positions(T: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Positions ``t = 2..T`` and the best mean-field gradient at each, ``G(alpha*(t); t)``."""
+    t = np.arange(2, T + 1, dtype=float)
+    return t, np.asarray(objective_normal(alpha_star_normal(t), t))
+
+
+def _share(a: float, t: NDArray[np.float64], best: NDArray[np.float64]) -> NDArray[np.float64]:
+    return np.clip(objective_normal(a, t), 0.0, None) / best
 
 
 def decoder_best_scale(length: int) -> tuple[float, float]:
@@ -105,7 +112,8 @@ def decoder_best_scale(length: int) -> tuple[float, float]:
     positions of a decoder of maximum length ``length``, and that mean share: Brent's
     method on ``0.2 <= alpha <= 4`` (wide enough for ``2 <= T <= 1e6``) to ``1e-8``."""
     T = _decoder_length(length)
-    best = minimize_scalar(lambda a: -float(decoder_share(a, T).mean()), bounds=(0.2, 4.0), method="bounded", options={"xatol": 1e-8})
+    t, best_t = _decoder_positions(T)  # once, not at every step of the search
+    best = minimize_scalar(lambda a: -float(_share(a, t, best_t).mean()), bounds=(0.2, 4.0), method="bounded", options={"xatol": 1e-8})
     if not 0.2 + 1e-6 < best.x < 4.0 - 1e-6:
         raise ValueError(f"length: the best scale for T = {T} lies at the edge of [0.2, 4] (T too large)")
     return float(best.x), -float(best.fun)

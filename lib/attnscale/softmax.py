@@ -114,9 +114,7 @@ def power_weights(s: ArrayLike, m: float = 2.0, scale: ArrayLike = 1.0, axis: in
     Computed as that softmax (which masks the ``-inf`` logits), so no power overflows.
     """
     arr = v.at_least_1d(v.finite(s, "s"), "s")
-    degree = v.real_number(m, "m")
-    if not degree > 0:
-        raise ValueError(f"m must be > 0, got {degree!r}")
+    degree = v.real_above(m, "m")
     a = v.positive(scale, "scale")
     ax = v.axis_index(axis, arr.ndim)
     x = arr * a
