@@ -47,6 +47,16 @@ def serve(root: Path):
         server.server_close()
 
 
+def load_typeset(page, url: str, timeout_ms: int = 30_000) -> bool:
+    """Load ``url`` and, if the page uses MathJax, wait until it has typeset; says whether it does."""
+    page.goto(url, wait_until="load", timeout=timeout_ms)
+    has_mathjax = page.evaluate("() => !!document.querySelector('script[src*=\"mathjax\"]')")
+    if has_mathjax:
+        page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=timeout_ms)
+        page.evaluate("() => MathJax.startup.promise.then(() => true)")
+    return has_mathjax
+
+
 def visit(page, url: str, timeout_ms: int = 30_000) -> dict:
     """Load ``url`` and return every problem a reader would see, by kind."""
     problems = {"console": [], "requests": [], "math": [], "images": []}
@@ -54,11 +64,7 @@ def visit(page, url: str, timeout_ms: int = 30_000) -> dict:
     page.on("pageerror", lambda exc: problems["console"].append(str(exc)))
     page.on("requestfailed", lambda req: problems["requests"].append(f"{req.url} ({req.failure})"))
     page.on("response", lambda res: problems["requests"].append(f"{res.url} -> {res.status}") if res.status >= 400 else None)
-    page.goto(url, wait_until="load", timeout=timeout_ms)
-    has_mathjax = page.evaluate("() => !!document.querySelector('script[src*=\"mathjax\"]')")
-    if has_mathjax:
-        page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=timeout_ms)
-        page.evaluate("() => MathJax.startup.promise.then(() => true)")
+    if load_typeset(page, url, timeout_ms):
         errors = page.evaluate("() => document.querySelectorAll('mjx-merror, .MathJax_Error').length")
         if errors:
             problems["math"].append(f"{errors} MathJax error(s)")
@@ -143,10 +149,7 @@ def layout_problems(page, url: str, timeout_ms: int = 30_000) -> dict:
     """After the maths is typeset: how far the page scrolls sideways (px), and
     the display equations that stick out of the viewport without a scroll box
     of their own."""
-    page.goto(url, wait_until="load", timeout=timeout_ms)
-    if page.evaluate("() => !!document.querySelector('script[src*=\"mathjax\"]')"):
-        page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=timeout_ms)
-        page.evaluate("() => MathJax.startup.promise.then(() => true)")
+    load_typeset(page, url, timeout_ms)
     return page.evaluate(LAYOUT)
 
 
