@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from scipy.optimize import brentq
 from scipy.special import gammaln
 
 from . import _validate as v
@@ -25,6 +26,7 @@ __all__ = [
     "alpha_star_normal",
     "alpha_star_normal_asymptotic",
     "n_for_alpha_normal",
+    "alpha_star_frobenius_normal",
     "collision_cosine",
     "objective_cosine",
     "alpha_star_cosine",
@@ -127,6 +129,32 @@ def n_for_alpha_normal(alpha: ArrayLike) -> NDArray[np.float64] | float:
     a = v.positive(alpha, "alpha")
     with np.errstate(over="ignore"):
         return v.scalar_or_array(np.exp(a * a) * (1.0 + 2.0 * a * a))
+
+
+def _frobenius_foc(x: float, n: float) -> float:
+    u = np.exp(x)
+    return (1.0 + u / n - 2.0 * u * (u / n)) + x * (1.0 + 2.0 * u / n - 6.0 * u * (u / n))
+
+
+def alpha_star_frobenius_normal(n: ArrayLike) -> NDArray[np.float64] | float:
+    """The maximiser of the mean-field Frobenius norm of the softmax Jacobian, normal scores.
+
+    ``||J||_F^2 = alpha^2 (sum p^2 - 2 sum p^3 + (sum p^2)^2)``, and mean field puts
+    ``sum p^k = n^(1-k) exp(k (k-1) alpha^2 / 2)``: with ``x = alpha^2`` and ``u = e^x`` the
+    objective is ``x (u/n - 2 u^3/n^2 + u^2/n^2)``. Its first-order condition, divided by
+    ``u / n``, is ``(1 + u/n - 2 u^2/n) + x (1 + 2 u/n - 6 u^2/n) = 0``. The left side is
+    ``1 - 1/n > 0`` at ``x = 0`` and ``-x (2 + u/n) < 0`` where the bracket vanishes
+    (``u = (1 + sqrt(1 + 8 n)) / 4``, the largest ``x`` at which the mean-field norm is
+    real), so Brent's method on that bracket finds the root to a few ulp. Element-wise
+    over ``n > 1``.
+    """
+    m = v.lengths(n)
+    out = np.empty(m.shape)
+    for idx, length in np.ndenumerate(m):
+        upper = np.log((1.0 + np.sqrt(1.0 + 8.0 * length)) / 4.0)
+        x = brentq(_frobenius_foc, 0.0, upper, args=(length,), xtol=1e-300, rtol=4.0 * np.finfo(float).eps)
+        out[idx] = np.sqrt(x)
+    return v.scalar_or_array(out)
 
 
 # ---- cosine scores -------------------------------------------------------------

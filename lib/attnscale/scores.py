@@ -22,6 +22,7 @@ from .special import _log_hyp0f1, _log_ive, _ratio_and_complement
 __all__ = [
     "cosine_logpdf",
     "sample_cosines",
+    "sample_dot_products",
     "log_mgf_cosine",
     "dlog_mgf_cosine",
     "log_mgf_normal",
@@ -57,6 +58,27 @@ def sample_cosines(rng: np.random.Generator, size: int | tuple[int, ...], d: flo
         raise TypeError(f"size must be an integer >= 0 or a tuple of them, got {size!r}")
     half = 0.5 * (d_ - 1.0)
     return 2.0 * rng.beta(half, half, size=size) - 1.0
+
+
+def sample_dot_products(rng: np.random.Generator, size: int, d: int, *, rho: float = 0.0, chunk: int = 2000) -> NDArray[np.float64]:
+    """Draw ``size`` dot products ``q . k`` of vectors in ``R^d`` with standard-normal
+    coordinates, the pairs ``(q_l, k_l)`` having correlation ``rho`` (``k = rho q +
+    sqrt(1 - rho^2) z``). Mean ``rho d``, variance ``d (1 + rho^2)``. The vectors are
+    formed ``chunk`` pairs at a time, so memory stays at ``2 chunk d`` numbers."""
+    v.generator(rng)
+    size_ = v.integer_at_least(size, "size", 0)
+    d_ = v.integer_at_least(d, "d", 1)
+    chunk_ = v.integer_at_least(chunk, "chunk", 1)
+    rho_ = v.real_number(rho, "rho")
+    if not -1.0 <= rho_ <= 1.0:
+        raise ValueError(f"rho must lie in [-1, 1], got {rho_!r}")
+    out = np.empty(size_)
+    for start in range(0, size_, chunk_):
+        m = min(chunk_, size_ - start)
+        q = rng.standard_normal((m, d_))
+        k = rho_ * q + np.sqrt(1.0 - rho_ * rho_) * rng.standard_normal((m, d_))
+        out[start : start + m] = np.einsum("ij,ij->i", q, k)
+    return out
 
 
 def _alpha_d(alpha: ArrayLike, d: ArrayLike) -> tuple[NDArray, NDArray, tuple[int, ...]]:

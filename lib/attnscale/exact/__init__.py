@@ -57,6 +57,7 @@ from __future__ import annotations
 
 from ._common import ALPHA_MAX, D_MAX, N_MAX  # noqa: F401  (the supported ranges)
 from .bulk import expected_entropy, expected_half_l1, expected_sum_p2, expected_sum_p2_shared_query, near_tie_correction, near_tie_limit
+from .meanfield import mean_field_limit, mean_field_ratio
 from .needle import needle_entropy, needle_sum_p2, needle_weight, needle_weight_mean_field
 
 __all__ = [
@@ -70,4 +71,6 @@ __all__ = [
     "needle_entropy",
     "needle_weight_mean_field",
     "expected_sum_p2_shared_query",
+    "mean_field_ratio",
+    "mean_field_limit",
 ]
