@@ -29,6 +29,8 @@ LENGTH = REAL + [1.0, 0.5, -3.0]
 COUNT = [0, -2, 2.5, "3", None, True]
 #: a cosine dimension where None (normal scores) is valid
 D_BAD = [NAN, INF, "x", 1 + 2j, 1]
+#: bad seeds (0 is a valid seed)
+SEEDS = [-2, 2.5, "3", None, True]
 PROB = [[0.5, 0.6], [-0.1, 1.1], [NAN, 1.0], "p", None, 0.5]
 
 
@@ -52,6 +54,22 @@ def _cell():
     from attnscale.training import DATA, load_sweep
 
     return next(c for c in load_sweep(DATA / "training_adam.json")["cells"] if (c["n"], c["d"], c["kind"]) == (16, 32, "dot"))
+
+
+def _cells():
+    from attnscale.training import DATA, SWEEP, load_sweep
+
+    return {(c["optimizer"], c["kind"], c["n"], c["d"]): c for opt in SWEEP["lrs"] for c in load_sweep(DATA / f"training_{opt}.json")["cells"]}
+
+
+def _tests():
+    from attnscale.training import compare_arms
+
+    return {("adam", "2.5", "1"): compare_arms(_cells(), "adam", "dot", "2.5", "1")[0]}
+
+
+def _holm():
+    return {("adam", "2.5", "1"): 0.5}
 
 
 # name: (valid kwargs (values or zero-argument factories), {argument: [bad values]})
@@ -178,6 +196,23 @@ SPECS: dict[str, tuple[dict, dict]] = {
     "training.best_lr_index": ({"loss": np.ones((2, 3, 2))}, {"loss": [np.ones((2, 3)), "l", None, np.full((2, 3, 2), NAN)]}),
     "training.lr_exponent": ({"cells": [{"alphas": [1.0, 2.0], "lrs": [0.1, 1.0], "best_lr": [0, 1]}]},
                              {"cells": [[], None, NAN, [{"alphas": [1.0], "lrs": [0.1], "best_lr": [0]}], [{}]]}),
+    "training.finite_difference_error": ({"kind": "dot"}, {"kind": ["bilinear", None], "h": POSITIVE, "seed": SEEDS}),
+    "training.identity_map": ({"n": 4, "d": 4, "kind": "dot", "alphas": [1.0], "examples": 500},
+                              {"n": COUNT + [1], "d": COUNT + [1], "kind": ["bilinear", None], "alphas": POSITIVE, "examples": COUNT + [700], "seed": SEEDS}),
+    "training.among_fastest": ({"cell": {"steps_to_target": [[20.0, 40.0]]}}, {"cell": [None, {}, NAN], "slack": REAL + [-1.0]}),
+    "training.compare_arms": ({"cells": _cells, "optimizer": "adam", "kind": "dot", "arm": "2.5", "reference": "1"},
+                              {"cells": [None, {}, NAN], "optimizer": ["rmsprop", None], "kind": ["bilinear", None], "arm": ["3", None], "reference": ["3", None]}),
+    "training.initial_alignment": ({"cell": _cell}, {"cell": [None, {}, NAN]}),
+    "training.p_text": ({"p": 0.01}, {"p": REAL + [1.5, -0.1]}),
+    "training.steps_text": ({"x": 20.0}, {"x": [NAN, "x", None, 1 + 2j]}),
+    "training.loss_text": ({"x": 0.01}, {"x": REAL}),
+    "training.scale_name": ({"cell": _cell, "a": 0}, {"cell": [None, {}], "a": [-1, 9, 2.5, None]}),
+    "training.summary_rows": ({"cell": _cell}, {"cell": [None, {}, NAN]}),
+    "training.results_table": ({"cells": _cells, "opt": "adam", "kind": "dot"}, {"cells": [None, {}], "opt": ["rmsprop", None], "kind": ["bilinear", None]}),
+    "training.loss_curves": ({"cells": _cells, "opt": "adam", "kind": "dot", "title": "t"},
+                             {"cells": [None, {}], "opt": ["rmsprop", None], "kind": ["bilinear", None], "title": [None, 3]}),
+    "training.speed_table": ({"tests": _tests, "holm_p": _holm}, {"tests": [None, {}, {"k": 1}], "holm_p": [None, {}]}),
+    "training.loss_table": ({"tests": _tests, "holm_p": _holm}, {"tests": [None, {}, {"k": 1}], "holm_p": [None, {}]}),
     "training.load_sweep": ({"path": lambda: __import__("attnscale.training").training.DATA / "training_adam.json"}, {"path": [None, 3.0, "/no/such/sweep.json"]}),
 }
 
@@ -200,7 +235,7 @@ def test_every_public_function_is_covered():
 
 
 def _resolve(value):
-    return value() if callable(value) and not isinstance(value, type) and getattr(value, "__name__", "") in ("<lambda>", "_rng", "_params", "_data", "_cell") else value
+    return value() if callable(value) and not isinstance(value, type) and getattr(value, "__name__", "") in ("<lambda>", "_rng", "_params", "_data", "_cell", "_cells", "_tests", "_holm") else value
 
 
 def _function(name: str):

@@ -10,9 +10,15 @@ Submodules, one job each:
 - ``attnscale.training.stats``: steps to target, best rate, rate exponent, and the
   paired tests, bootstrap intervals and stratified correlations of the analysis;
 - ``attnscale.training.sweep``: the sweep's settings, one cell's run, the
-  stored results and the command ``python -m attnscale.training``.
+  stored results and the command ``python -m attnscale.training``;
+- ``attnscale.training.analysis``: chapter 10's analyses (gradient check,
+  identity-map ceiling, fastest scales, pooled paired comparisons, alignment at
+  initialisation);
+- ``attnscale.training.report``: how chapter 10 prints them (tables, the loss
+  curves; matplotlib only when a figure is drawn).
 """
 
+from .analysis import among_fastest, compare_arms, finite_difference_error, identity_map, initial_alignment
 from .loop import LIMIT, OPTIMIZERS, train
 from .model import KINDS, bilinear_gradient, forward, identity_alignment, init_params, loss_and_grads, sample_batch
 from .stats import (
@@ -27,6 +33,7 @@ from .stats import (
     steps_to_target,
     within_strata_correlation,
 )
+from .report import COLORS, loss_curves, loss_table, loss_text, p_text, results_table, scale_name, speed_table, steps_text, summary_rows
 from .sweep import DATA, DOT_ALPHAS, SWEEP, load_sweep, run_config, select_scales, sweep_scales
 
 __all__ = [
@@ -57,4 +64,19 @@ __all__ = [
     "StratifiedCorrelation",
     "within_strata_correlation",
     "holm",
+    "finite_difference_error",
+    "identity_map",
+    "among_fastest",
+    "compare_arms",
+    "initial_alignment",
+    "COLORS",
+    "p_text",
+    "steps_text",
+    "loss_text",
+    "scale_name",
+    "summary_rows",
+    "results_table",
+    "loss_curves",
+    "speed_table",
+    "loss_table",
 ]

@@ -1,0 +1,158 @@
+"""How chapter 10 prints the sweep: number formats, the per-cell results table, the
+loss-curve figure and the tables of paired comparisons. Display only: every number
+comes from :mod:`attnscale.training.stats` and :mod:`attnscale.training.analysis`.
+Matplotlib is imported only when a figure is drawn."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import _validate as v
+from .loop import _optimizer
+from .model import _kind
+from .stats import PairedComparison, final_loss_summary
+from .sweep import SWEEP
+
+__all__ = ["COLORS", "p_text", "steps_text", "loss_text", "scale_name", "summary_rows", "results_table", "loss_curves", "speed_table", "loss_table"]
+
+#: one colour per scale of a cell, in the cell's order
+COLORS = ("tab:blue", "tab:green", "tab:orange", "tab:red", "tab:purple")
+
+_CELL = ("labels", "alphas", "lrs", "best_lr", "steps_to_target", "final_loss")
+
+
+def p_text(p: float) -> str:
+    """A p-value: ``1.2e-05`` below 0.001, else two significant digits."""
+    p = v.real_number(p, "p")
+    if not 0 <= p <= 1:
+        raise ValueError(f"p must lie in [0, 1], got {p!r}")
+    return f"{p:.1e}" if p < 0.001 else f"{p:.2g}"
+
+
+def steps_text(x: float) -> str:
+    """A difference in steps: signed whole steps, ``0``, or ``never`` when infinite."""
+    if isinstance(x, (bool, str)) or x is None or not isinstance(x, (int, float, np.number)) or math.isnan(x):
+        raise TypeError(f"x must be a real number or an infinity, got {x!r}")
+    return "never" if math.isinf(x) else ("0" if x == 0 else f"{x:+.0f}")
+
+
+def loss_text(x: float) -> str:
+    """A difference in loss: three decimals, or two significant digits below 5e-4."""
+    x = v.real_number(x, "x")
+    return f"{x:+.3f}" if abs(x) >= 0.0005 or x == 0 else f"{x:+.1e}"
+
+
+def scale_name(cell: dict[str, Any], a: int) -> str:
+    """The legend name of scale ``a`` of a cell: ``α = 2.5`` for a number, ``α*(n) = 1.79`` for a rule."""
+    cell = v.mapping(cell, "cell", ("labels", "alphas"))
+    a = v.integer_at_least(a, "a", 0)
+    if a >= len(cell["labels"]):
+        raise ValueError(f"a must index one of the cell's {len(cell['labels'])} scales, got {a}")
+    label = cell["labels"][a]
+    return f"α = {label}" if label.replace(".", "").isdigit() else f"{label} = {cell['alphas'][a]:.3g}"
+
+
+def summary_rows(cell: dict[str, Any]) -> list[tuple]:
+    """One row per scale of a cell: label, alpha, best rate (``†`` at an edge of the grid),
+    seeds that reached the target, median and range of steps to it, final loss mean ± s.d."""
+    cell = v.mapping(cell, "cell", _CELL)
+    rows = []
+    last = len(cell["lrs"]) - 1
+    summary = final_loss_summary(cell["final_loss"])
+    for a, label in enumerate(cell["labels"]):
+        best = int(cell["best_lr"][a])
+        steps = np.asarray(cell["steps_to_target"][a], dtype=float)
+        reached = int(np.isfinite(steps).sum())
+        med = np.median(steps)
+        span = f"{steps.min():.0f}–{steps.max():.0f}" if reached == steps.size else (f"{steps.min():.0f}–never" if reached else "never")
+        rows.append((label, cell["alphas"][a], f"{cell['lrs'][best]:g}" + (" †" if best in (0, last) else ""), f"{reached}/{steps.size}",
+                     f"{med:.0f}" if np.isfinite(med) else "—", span, f"{summary['mean'][a]:.3f} ± {summary['std'][a]:.3f}"))
+    return rows
+
+
+def _cells(cells: object) -> dict:
+    if not isinstance(cells, dict):
+        raise TypeError(f"cells must be a dict keyed by (optimizer, kind, n, d), got {type(cells).__name__}")
+    return cells
+
+
+def _cell(cells: dict, opt: str, kind: str, n: int, d: int) -> dict:
+    opt, kind = _optimizer(opt), _kind(kind)
+    if (opt, kind, n, d) not in cells:
+        raise ValueError(f"cells has no cell (optimizer {opt!r}, kind {kind!r}, n = {n}, d = {d})")
+    return cells[(opt, kind, n, d)]
+
+
+def results_table(cells: dict, opt: str, kind: str) -> str:
+    """A Markdown table of :func:`summary_rows` for every (n, d) cell of one optimiser and kind."""
+    cells = _cells(cells)
+    lines = ["| n | d | scale | α | best lr | reached | steps to 80% (median) | range | final loss |", "|---|---|---|---|---|---|---|---|---|"]
+    for n in SWEEP["ns"]:
+        for d in SWEEP["ds"]:
+            for label, a, lr, reached, med, span, final in summary_rows(_cell(cells, opt, kind, n, d)):
+                lines.append(f"| {n} | {d} | {label} | {a:.3g} | {lr} | {reached} | {med} | {span} | {final} |")
+    return "\n".join(lines)
+
+
+def loss_curves(cells: dict, opt: str, kind: str, title: str):
+    """The held-out loss curves of one optimiser and kind: one panel per (n, d), per scale
+    the median over seeds at its best rate and a min-to-max band. Returns the figure."""
+    from ..plotting import figure
+
+    cells = _cells(cells)
+    title = v.text(title, "title")
+    fig, axes = figure(ncols=2, nrows=3, width=6.9, height=8.2)
+    for row, n in enumerate(SWEEP["ns"]):
+        for col, d in enumerate(SWEEP["ds"]):
+            ax = axes[row * 2 + col]
+            c = _cell(cells, opt, kind, n, d)
+            for a in range(len(c["labels"])):
+                curves = np.asarray(c["loss"][a])
+                ax.fill_between(c["step"], curves.min(axis=0), curves.max(axis=0), color=COLORS[a], alpha=0.2, lw=0)
+                ax.plot(c["step"], np.median(curves, axis=0), color=COLORS[a], lw=1.5, label=f"{scale_name(c, a)}, lr {c['lrs'][c['best_lr'][a]]:g}")
+            ax.set_yscale("log")
+            ax.set_ylim(2e-3, 2.5)
+            ax.set_title(f"n = {n}, d = {d}", fontsize=9)
+            ax.legend(fontsize=8, loc="lower left")
+            if row == 2:
+                ax.set_xlabel("step")
+            if col == 0:
+                ax.set_ylabel("held-out loss")
+    fig.suptitle(title + " (median over 5 seeds; band: min to max)", fontsize=10)
+    return fig
+
+
+def _family(tests: object, holm_p: object) -> tuple[dict, dict]:
+    if not isinstance(tests, dict) or not tests or not all(isinstance(t, dict) and isinstance(t.get("speed"), PairedComparison) for t in tests.values()):
+        raise TypeError("tests must map (optimizer, arm, reference) to compare_arms' dict of PairedComparison")
+    if not isinstance(holm_p, dict) or set(holm_p) != set(tests):
+        raise ValueError("holm_p must hold one adjusted p-value per comparison in tests")
+    return tests, holm_p
+
+
+def speed_table(tests: dict, holm_p: dict) -> str:
+    """Markdown table of the paired comparisons of steps to the target, with Holm-adjusted
+    p-values and the comparison over the pairs whose best rates lie inside the grid."""
+    tests, holm_p = _family(tests, holm_p)
+    rows = ["| optimiser | arm − reference | later / earlier / tied | sign test p (Holm) | median difference, steps [95% interval] | P(later) [95% interval] "
+            "| edge cells left out: later / earlier / tied of pairs, p |", "|---|---|---|---|---|---|---|"]
+    for k, t in tests.items():
+        r, inner = t["speed"], t["inside"]
+        rest = "no pairs left" if inner is None else f"{inner.later} / {inner.earlier} / {inner.tied} of {inner.pairs}, {p_text(inner.p_value)}"
+        rows.append(f"| {k[0]} | {k[1]} − {k[2]} | {r.later} / {r.earlier} / {r.tied} | {p_text(r.p_value)} ({p_text(holm_p[k])}) "
+                    f"| {steps_text(r.median_difference)} [{steps_text(r.ci[0])}, {steps_text(r.ci[1])}] | {r.prob_later:.2f} [{r.prob_later_ci[0]:.2f}, {r.prob_later_ci[1]:.2f}] | {rest} |")
+    return "\n".join(rows)
+
+
+def loss_table(tests: dict, holm_p: dict) -> str:
+    """Markdown table of the paired comparisons of final held-out loss, with Holm-adjusted p-values."""
+    tests, holm_p = _family(tests, holm_p)
+    rows = ["| optimiser | arm − reference | higher / lower / tied | sign test p (Holm) | median difference [95% interval] | P(higher) [95% interval] |", "|---|---|---|---|---|---|"]
+    for k, t in tests.items():
+        r = t["loss"]
+        rows.append(f"| {k[0]} | {k[1]} − {k[2]} | {r.later} / {r.earlier} / {r.tied} | {p_text(r.p_value)} ({p_text(holm_p[k])}) "
+                    f"| {loss_text(r.median_difference)} [{loss_text(r.ci[0])}, {loss_text(r.ci[1])}] | {r.prob_later:.2f} [{r.prob_later_ci[0]:.2f}, {r.prob_later_ci[1]:.2f}] |")
+    return "\n".join(rows)
