@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sitecheck import CHROMIUM_ARGS, broken_links, chromium_path, layout_problems, page_url, serve, settled_layout, visit
+from sitecheck import CHROMIUM_ARGS, broken_links, chromium_path, layout_problems, load_typeset, page_url, serve, settled_layout, visit
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "_build" / "html"
@@ -162,11 +162,14 @@ def test_figures_and_table_ids_are_legible_in_both_themes(browser, base_url, the
 
 def test_register_filters_by_note_and_verdict(browser, base_url):
     """Chapter 11's menus show exactly the records of the chosen note and verdict
-    (counted against the register itself), and hide the sections left empty."""
+    (counted against the register itself), and hide the sections left empty; the
+    statements written with maths are typeset (one MathJax formula per $...$)."""
     records = yaml.safe_load((ROOT / "chapters" / "claims.yml").read_text())
     page = browser.new_page()
     try:
-        page.goto(page_url(base_url, SITE, SITE / "chapters" / "11_claims_register.html"), wait_until="load")
+        assert load_typeset(page, page_url(base_url, SITE, SITE / "chapters" / "11_claims_register.html"))
+        formulas = sum(r["chapter_claim"].count("$") // 2 for r in records if "chapter_claim" in r)
+        assert page.evaluate("() => document.querySelectorAll('table.claims mjx-container').length") == formulas > 0
         rows = "section.claims-source tbody tr"
         visible = f"() => [...document.querySelectorAll('{rows}')].filter(r => r.offsetParent !== null).map(r => [r.dataset.note, r.dataset.verdict])"
         assert len(page.evaluate(visible)) == len(records)

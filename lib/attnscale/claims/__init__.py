@@ -25,9 +25,10 @@ from .. import _validate as v
 from . import _cosine as _cosine, _entropy as _entropy, _jacobian as _jacobian  # noqa: F401  (they fill RECOMPUTE)
 from . import _normal as _normal, _other as _other, _scores as _scores  # noqa: F401
 from ._registry import RECOMPUTE
+from ._page import register_page, show_value
 from ._tables import chapter_table
 
-__all__ = ["RECOMPUTE", "recompute", "verdict", "VERDICTS", "load_register", "evaluate_register", "numbers_of", "chapter_table"]
+__all__ = ["RECOMPUTE", "recompute", "verdict", "VERDICTS", "load_register", "evaluate_register", "numbers_of", "chapter_table", "register_page", "show_value"]
 
 VERDICTS = ("holds", "approximate", "wrong", "not checkable")
 #: the register in this repository

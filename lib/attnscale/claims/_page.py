@@ -1,0 +1,142 @@
+"""Chapter 11's page: every record of the register in one HTML table per source note,
+with menus that filter by note and by verdict, and the maths typeset.
+
+The page is raw HTML (the menus need ``data-`` attributes on the rows), which this
+site's MathJax skips unless an element carries the class ``mathjax_process``. The
+statement column shows a record's ``chapter_claim`` where it has one (as the chapters'
+tables do), its ``$...$`` maths turned into ``\\(...\\)`` inside such an element, and
+the plain ``statement`` otherwise; every other field is escaped as text.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+#: source note -> the title the register page gives it
+SOURCE_TITLES = {
+    "000_051da7c3837b8577.txt": "Su (2023), 'The scale of attention from gradient maximisation', with its appended notes",
+    "001_5feb997a08d9f295.txt": "Su (2023), the same post: readers' comments and the author's replies",
+    "002_0aefa05da3b15586.txt": "A tutorial chapter on 'Attention Is All You Need' (section 3.2.1, footnote 4)",
+    "003_482530c1c121b366.txt": "Su (2022), 'Attention goes better with softmax', with its appended notes",
+    "004_58230cdbbd352fd2.txt": "A short note: why attention needs scaling",
+}
+#: verdict -> the colour of its word on the page (readable on light and dark backgrounds)
+VERDICT_COLOURS = {"holds": "#1a7f37", "approximate": "#9a6700", "wrong": "#cf222e", "not checkable": "#57606a"}
+
+_MATH = re.compile(r"\$([^$]+)\$")
+_LINK = re.compile(r"\[([^\]]*)\]\(#([A-Za-z0-9_-]+)\)")
+
+_FILTER = """<div class="claims-filter" role="search">
+<label>note <select id="claims-note"><option value="">all five</option>{notes}</select></label>
+<label>verdict <select id="claims-verdict"><option value="">every verdict</option>{verdicts}</select></label>
+<span id="claims-shown" aria-live="polite"></span>
+</div>
+<script>
+(function () {{
+  function apply() {{
+    var note = document.getElementById("claims-note").value, verdict = document.getElementById("claims-verdict").value, shown = 0;
+    document.querySelectorAll("section.claims-source").forEach(function (sec) {{
+      var visible = 0;
+      sec.querySelectorAll("tbody tr").forEach(function (tr) {{
+        var on = (!note || tr.dataset.note === note) && (!verdict || tr.dataset.verdict === verdict);
+        tr.style.display = on ? "" : "none";
+        visible += on ? 1 : 0;
+      }});
+      sec.style.display = visible ? "" : "none";
+      shown += visible;
+    }});
+    document.getElementById("claims-shown").textContent = shown + " records shown";
+  }}
+  document.getElementById("claims-note").addEventListener("change", apply);
+  document.getElementById("claims-verdict").addEventListener("change", apply);
+  apply();
+}})();
+</script>"""
+
+
+def _page_of(doc: str) -> str:
+    return doc.split("/")[-1] + ".html"
+
+
+def _rich(text: str, doc: str) -> str:
+    """A ``$...$`` field as HTML: text escaped, maths as ``\\(...\\)`` for MathJax, and
+    in-chapter links ``[text](#label)`` pointing into the chapter ``doc``."""
+    out, last = [], 0
+    for m in _MATH.finditer(text):
+        out.append(_links(html.escape(text[last : m.start()]), doc))
+        out.append(r"\(" + html.escape(m.group(1)) + r"\)")
+        last = m.end()
+    out.append(_links(html.escape(text[last:]), doc))
+    return '<span class="mathjax_process">' + "".join(out) + "</span>"
+
+
+def _links(escaped: str, doc: str) -> str:
+    def one(m: re.Match) -> str:
+        label = m.group(2)
+        anchor = "equation-" + label if label.startswith("eq-") else label
+        words = m.group(1) or ("the equation" if label.startswith("eq-") else label)
+        return f'<a href="{_page_of(doc)}#{anchor}">{words}</a>'
+
+    return _LINK.sub(one, escaped)
+
+
+def show_value(value: Any) -> str:
+    """A recomputed value as the register page prints it: finite numbers to four
+    significant digits, a truth value as "statement true/false", nothing for None."""
+    if value is None:
+        return ""
+    if isinstance(value, (bool, np.bool_)):
+        return "statement true" if value else "statement false"
+    try:
+        arr = np.atleast_1d(np.asarray(value, dtype=float))
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"value must be None, a truth value or numbers, got {value!r}") from err
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"value must be finite, got {value!r}")
+    return ", ".join(f"{v:.4g}" for v in arr.ravel())
+
+
+def _row(r: dict) -> str:
+    doc = r["where"]["doc"]
+    name = doc.split("/")[-1]
+    claim = _rich(r["chapter_claim"], doc) if "chapter_claim" in r else html.escape(r["statement"])
+    note = html.escape(r.get("note") or r.get("why") or "")
+    claimed = r["claimed"] if isinstance(r["claimed"], str) else show_value(r["claimed"])
+    link = f'<a href="{_page_of(doc)}#{r["where"]["label"]}">{html.escape(name.split("_", 1)[1].replace("_", " "))}</a>'
+    return (f'<tr id="claim-{r["id"]}" data-note="{r["source"]["file"]}" data-verdict="{r["verdict"]}"><td><code>{r["id"]}</code></td>'
+            f'<td>{html.escape(r["source"]["place"])}</td><td>{claim}</td><td>{html.escape(str(claimed))}</td><td>{show_value(r["value"])}</td>'
+            f'<td style="color:{VERDICT_COLOURS[r["verdict"]]};font-weight:bold">{r["verdict"]}</td><td>{note}</td><td>{link}</td></tr>')
+
+
+def register_page(rows: list[dict]) -> str:
+    """The HTML of chapter 11: the filter menus, then per source note a heading, the count
+    of each verdict and a table of its records (id, place, statement, claimed, recomputed,
+    verdict, note, the chapter that discusses it). ``rows`` are the evaluated records of
+    :func:`attnscale.claims.evaluate_register` (each with its recomputed ``value``)."""
+    if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
+        raise TypeError(f"rows must be a non-empty list of evaluated records (dicts), got {type(rows).__name__}")
+    for r in rows:
+        missing = [f for f in ("id", "source", "statement", "claimed", "value", "verdict", "where") if f not in r]
+        if missing:
+            raise ValueError(f"rows: record {r.get('id')!r} lacks {missing}")
+        if r["verdict"] not in VERDICT_COLOURS:
+            raise ValueError(f"rows: record {r['id']!r} has the verdict {r['verdict']!r}, not one of {list(VERDICT_COLOURS)}")
+        if r["source"].get("file") not in SOURCE_TITLES:
+            raise ValueError(f"rows: record {r['id']!r} cites {r['source'].get('file')!r}, which is not one of the five notes")
+    notes = "".join(f'<option value="{s}">{html.escape(t.split(",")[0])}: {s[:3]}</option>' for s, t in SOURCE_TITLES.items())
+    parts = [_FILTER.format(notes=notes, verdicts="".join(f'<option value="{v}">{v}</option>' for v in VERDICT_COLOURS))]
+    for source, title in SOURCE_TITLES.items():
+        mine = [r for r in rows if r["source"]["file"] == source]
+        tally = Counter(r["verdict"] for r in mine)
+        parts.append(f'<section class="claims-source" data-note="{source}">')
+        parts.append(f"<h3>{html.escape(title)}</h3><p><code>{source}</code>: " + ", ".join(f"{tally[v]} {v}" for v in VERDICT_COLOURS if tally[v]) + "</p>")
+        parts.append('<table class="claims"><thead><tr><th>id</th><th>where in the source</th><th>statement</th><th>claimed</th>'
+                     "<th>recomputed</th><th>verdict</th><th>note</th><th>discussed in</th></tr></thead><tbody>")
+        parts.extend(_row(r) for r in mine)
+        parts.append("</tbody></table></section>")
+    return "\n".join(parts)
