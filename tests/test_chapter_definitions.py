@@ -1,0 +1,82 @@
+"""What a chapter may define in its code cells.
+
+Every computation a reader might reuse lives in ``attnscale``. A chapter may still
+define two kinds of function, listed here with the reason, and nothing else:
+
+- an **independent route**: the second side of a check, written so that it shares
+  no code with the library function it checks (mpmath, a series, a quadrature, a
+  grid search, SymPy notation inside a derivation, a count by hand);
+- a **display helper**: formatting only, at most three in the whole book.
+
+A new ``def``, ``class`` or ``name = lambda`` in a chapter fails this test until it is
+moved to the library or listed below with its reason.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+INDEPENDENT = {
+    ("01_softmax_jacobian", "secular_roots"): "eigenvalues of J from the secular equation, against numpy's eigvalsh",
+    ("01_softmax_jacobian", "chi"): "the secular function inside secular_roots",
+    ("05_gaussian_scores", "alpha_star_mp"): "the Lambert-W closed form in mpmath, against the library's Newton solver",
+    ("05_gaussian_scores", "mean_share"): "a grid search for the best decoder scale, against recommend.decoder_best_scale (Brent)",
+    ("06_cosine_scores", "random_cosines"): "cosines of Gaussian vector pairs (not the library's Beta sampler), against the density and the variance 1/d",
+    ("06_cosine_scores", "cdf"): "the Beta CDF the sampled cosines are tested against (Kolmogorov-Smirnov)",
+    ("06_cosine_scores", "wrong_cdf"): "a wrong density the same test must reject (the check can fail)",
+    ("06_cosine_scores", "log_mgf_series"): "the cosine MGF by its power series, against the Bessel-function route",
+    ("06_cosine_scores", "log_foc"): "the first-order condition from the series, for the series optimum",
+    ("06_cosine_scores", "optimum_series"): "the cosine optimum from the series, against optimum.alpha_star_cosine",
+    ("07_beyond_mean_field", "third_order"): "the near-tie expansion's next term by quadrature",
+    ("07_beyond_mean_field", "integrand"): "the integrand of that quadrature",
+    ("08_entropy_invariance", "drop_by_quadrature"): "the mean-field entropy drop by direct quadrature, against the Bessel-function route",
+    ("08_entropy_invariance", "w"): "the integrand inside drop_by_quadrature",
+    ("09_why_softmax", "relu"): "SymPy notation for max(0, v) inside a derivation",
+    ("10_training", "dot_loss"): "the model's loss written in SymPy, for the reparametrisation identities",
+    ("10_training", "adam"): "one Adam update in SymPy, for the epsilon identity",
+    ("10_training", "norm"): "SymPy notation for a vector norm inside the cosine-gradient derivation",
+    ("10_training", "recomputes"): "best rates and steps to target recomputed from the stored curves by hand",
+    ("10_training", "sign_test_by_hand"): "the sign test as a binomial sum, against training.paired_comparison",
+    ("12_performance", "objective_mp"): "the cosine objective with mpmath's Bessel function, against the library optimum",
+    ("12_performance", "M"): "the cosine MGF in mpmath inside objective_mp",
+}
+
+DISPLAY = {
+    ("12_performance", "spread"): "a stored timing as 'median (IQR) unit'",
+    ("12_performance", "times"): "a speed-up with its range",
+    ("12_performance", "verdict"): "who is faster, said plainly when the library loses",
+}
+
+_DEFINITION = re.compile(r"^\s*(?:def|class)\s+(\w+)|^\s*(\w+)\s*=\s*lambda\b", re.M)
+
+
+def _definitions() -> set[tuple[str, str]]:
+    found = set()
+    for path in sorted((ROOT / "chapters").glob("*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["cell_type"] == "code":
+                for m in _DEFINITION.finditer("".join(cell["source"])):
+                    found.add((path.stem, m.group(1) or m.group(2)))
+    return found
+
+
+def test_chapters_define_only_listed_routes_and_display_helpers():
+    found = _definitions()
+    unlisted = sorted(found - set(INDEPENDENT) - set(DISPLAY))
+    assert not unlisted, f"move these to attnscale, or list them here with the reason: {unlisted}"
+    stale = sorted((set(INDEPENDENT) | set(DISPLAY)) - found)
+    assert not stale, f"listed but no longer defined (remove from the lists): {stale}"
+
+
+def test_at_most_three_display_helpers():
+    assert len(DISPLAY) <= 3
+    assert not set(DISPLAY) & set(INDEPENDENT)
+
+
+def test_the_pattern_sees_every_kind_of_definition():
+    text = "def f(x):\n    def g(y):\n        pass\nclass C:\n    pass\nh = lambda v: v\nw = lambda_value\n"
+    assert [m.group(1) or m.group(2) for m in _DEFINITION.finditer(text)] == ["f", "g", "C", "h"]
