@@ -80,3 +80,22 @@ def test_at_most_three_display_helpers():
 def test_the_pattern_sees_every_kind_of_definition():
     text = "def f(x):\n    def g(y):\n        pass\nclass C:\n    pass\nh = lambda v: v\nw = lambda_value\n"
     assert [m.group(1) or m.group(2) for m in _DEFINITION.finditer(text)] == ["f", "g", "C", "h"]
+
+
+_GLOBAL_PRECISION = re.compile(r"\bmp(?:math)?\.(?:mp\.)?(?:dps|prec)\s*=(?!=)")
+
+
+def test_no_global_mpmath_precision():
+    """Precision is raised locally (``with mpmath.workdps(k):``), never for the rest of a kernel or test session."""
+    offenders = []
+    for path in sorted((ROOT / "chapters").glob("*.ipynb")):
+        for k, cell in enumerate(json.loads(path.read_text())["cells"]):
+            if cell["cell_type"] == "code" and _GLOBAL_PRECISION.search("".join(cell["source"])):
+                offenders.append(f"{path.name} cell {k}")
+    for folder in ("lib", "tests", "bench", "tools"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if path.name != Path(__file__).name and _GLOBAL_PRECISION.search(path.read_text()):
+                offenders.append(str(path.relative_to(ROOT)))
+    assert not offenders, f"global mpmath precision set in: {offenders}"
+    assert _GLOBAL_PRECISION.search("mpmath.mp.dps = 50") and _GLOBAL_PRECISION.search("mp.mp.prec=200")
+    assert not _GLOBAL_PRECISION.search("with mp.workdps(40):") and not _GLOBAL_PRECISION.search("mp.mp.dps == 15")
