@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import brentq
 
-from ..entropy import mean_field_entropy_cosine, mean_field_entropy_normal, renyi2, shannon, softmax_entropy
+from ..entropy import alpha_for_mean_field_entropy, mean_field_entropy_cosine, mean_field_entropy_normal, renyi2, shannon, softmax_entropy
 from ..optimum import alpha_star_normal, collision_normal
 from ..softmax import log_softmax, logsumexp, softmax
 from ._registry import fd_derivative, inputs, register
@@ -96,7 +95,7 @@ def stable_softmax(rec: dict) -> bool:
     x = np.array([1000.0, 999.0, 998.0])
     with np.errstate(over="ignore", invalid="ignore"):
         naive = np.exp(x) / np.exp(x).sum()
-    shifted = np.exp(x - x.max()) / np.exp(x - x.max()).sum()
+    shifted = softmax(x)  # the library subtracts the maximum
     with mp.workdps(30):
         ref = [float(mp.e ** mp.mpf(xi) / sum(mp.e ** mp.mpf(xj) for xj in x)) for xi in x]
     return bool(np.all(np.isnan(naive)) and np.allclose(shifted, ref, rtol=1e-14))
@@ -147,9 +146,8 @@ def entropy_slope_at_optimum(rec: dict) -> float:
 @register
 def invariant_scale(rec: dict) -> float:
     """The scale that keeps the mean-field entropy of normal scores at its n = 512, alpha = 1 value, at
-    n = inputs.n (root of mean_field_entropy_normal); a scale ~ log n would be log_512 n there."""
-    target, n = mean_field_entropy_normal(1.0, 512.0), float(inputs(rec)["n"])
-    return float(brentq(lambda a: mean_field_entropy_normal(a, n) - target, 0.5, 20.0, xtol=1e-12))
+    n = inputs.n (entropy.alpha_for_mean_field_entropy, as chapter 8); a scale ~ log n would be log_512 n there."""
+    return float(alpha_for_mean_field_entropy(float(inputs(rec)["n"]), 512.0, 1.0))
 
 
 @register

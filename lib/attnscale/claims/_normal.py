@@ -98,7 +98,7 @@ def first_order_condition(rec: dict) -> bool:
     a = minimize_scalar(lambda x: -objective_normal(x, 512), bounds=(0.1, 3.0), method="bounded", options={"xatol": 1e-12}).x
     if inputs(rec).get("form") == "log":
         return bool(abs(a * a + np.log1p(2 * a * a) - np.log(512)) < 1e-6)
-    return bool(abs(np.exp(a * a) * (1 + 2 * a * a) / 512 - 1) < 1e-6)
+    return bool(abs(float(n_for_alpha_normal(a)) / 512 - 1) < 1e-6)
 
 
 @register
@@ -165,10 +165,8 @@ def advice_beats_standard(rec: dict) -> float:
 
 @register
 def advice_optimal_n(rec: dict) -> float:
-    """The length at which 2.5 is the mean-field optimum (found by bisection on alpha_star_normal)."""
-    from scipy.optimize import brentq
-
-    return float(np.exp(brentq(lambda ln: alpha_star_normal(np.exp(ln)) - 2.5, np.log(10.0), np.log(1e6), xtol=1e-12)))
+    """The length at which 2.5 is the mean-field optimum: n = e^{6.25} (1 + 2 * 6.25), the inverse of alpha_star_normal."""
+    return float(n_for_alpha_normal(2.5))
 
 
 @register
@@ -190,7 +188,7 @@ def closed_form_exists(rec: dict) -> bool:
 
     n = np.array([10.0, 512.0, 1e6])
     a = np.sqrt(lambertw(n * np.sqrt(np.e) / 2).real - 0.5)
-    return not bool(np.allclose(np.exp(a * a) * (1 + 2 * a * a), n, rtol=1e-12))
+    return not bool(np.allclose(n_for_alpha_normal(a), n, rtol=1e-12))
 
 
 @register

@@ -6,7 +6,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..softmax import jacobian_max_entry, softmax
+from ..scores import sample_dot_products
+from ..softmax import jacobian_max_entry, power_weights, softmax
 from ._registry import fd_jacobian, inputs, register
 
 #: pairs per Monte Carlo estimate below; the relative standard error of a sample
@@ -15,8 +16,8 @@ PAIRS = 20000
 
 
 def _dots(seed: int, d: int, sigma: float = 1.0) -> np.ndarray:
-    q, k = sigma * np.random.default_rng(seed).standard_normal((2, PAIRS, d))
-    return np.einsum("ij,ij->i", q, k)
+    """PAIRS dot products of vectors with N(0, sigma^2) coordinates."""
+    return sigma * sigma * sample_dot_products(np.random.default_rng(seed), PAIRS, d)
 
 
 @register
@@ -137,8 +138,7 @@ def top_weight_unscaled(rec: dict) -> float:
 def relu2_normaliser_cancels(rec: dict) -> bool:
     """relu^2(lambda x) / sum relu^2(lambda x) does not depend on lambda > 0."""
     s = np.random.default_rng(61).standard_normal((50, 64))
-    w = lambda lam: (np.maximum(lam * s, 0) ** 2) / (np.maximum(lam * s, 0) ** 2).sum(-1, keepdims=True)
-    return bool(np.allclose(w(0.1), w(10.0), rtol=1e-12))
+    return bool(np.allclose(power_weights(s, 2.0, 0.1), power_weights(s, 2.0, 10.0), rtol=1e-12))
 
 
 @register
@@ -146,7 +146,7 @@ def temperature_changes_output(rec: dict) -> bool:
     """Whether the activation's (normalised, for exp and relu2) output at 1/tau = 0.5 differs from 1/tau = 2 (activation: exp, relu2, sigmoid, tanh)."""
     x = np.random.default_rng(62).standard_normal(64)
     acts: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-        "exp": lambda z: softmax(z), "relu2": lambda z: np.maximum(z, 0) ** 2 / (np.maximum(z, 0) ** 2).sum(),
+        "exp": lambda z: softmax(z), "relu2": lambda z: power_weights(z, 2.0),
         "sigmoid": lambda z: 1 / (1 + np.exp(-z)), "tanh": lambda z: np.tanh(z)}
     act = acts[inputs(rec)["activation"]]
     return not bool(np.allclose(act(0.5 * x), act(2.0 * x), rtol=1e-12))
@@ -179,7 +179,7 @@ def relu2_property(rec: dict) -> bool:
 def relu2_sparser(rec: dict) -> bool:
     """Share of exactly-zero weights at unit-normal scores: relu^2 (about half) above softmax (none)."""
     s = np.random.default_rng(65).standard_normal((100, 256))
-    return bool(np.mean(np.maximum(s, 0) ** 2 == 0) > 0.4 and np.mean(softmax(s) == 0) == 0)
+    return bool(np.mean(power_weights(s, 2.0) == 0) > 0.4 and np.mean(softmax(s) == 0) == 0)
 
 
 @register
@@ -201,7 +201,7 @@ def power_scale_free(rec: dict) -> bool:
     """y = x^6 / sum x^6: forward and (kind: backward) the Jacobian of x -> y(lambda x) do not depend on lambda;
     (kind: epsilon) with an epsilon of 1e-6 in the denominator they do."""
     x, eps = np.abs(np.random.default_rng(68).normal(size=6)) + 0.1, 1e-6 if inputs(rec)["kind"] == "epsilon" else 0.0
-    y = lambda z: z**6 / ((z**6).sum() + eps)
+    y = (lambda z: z**6 / ((z**6).sum() + eps)) if eps else (lambda z: power_weights(z, 6.0))
     if inputs(rec)["kind"] == "backward":
         return bool(np.allclose(fd_jacobian(x, 1.0, fn=lambda z: y(0.25 * z)), fd_jacobian(x, 1.0, fn=y), rtol=1e-6, atol=1e-9))
     return bool(np.allclose(y(0.01 * x), y(x), rtol=1e-9))
