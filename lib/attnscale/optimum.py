@@ -27,6 +27,8 @@ __all__ = [
     "alpha_star_normal_asymptotic",
     "n_for_alpha_normal",
     "alpha_star_frobenius_normal",
+    "su_sweep",
+    "fit_through_origin",
     "collision_cosine",
     "objective_cosine",
     "alpha_star_cosine",
@@ -155,6 +157,33 @@ def alpha_star_frobenius_normal(n: ArrayLike) -> NDArray[np.float64] | float:
         x = brentq(_frobenius_foc, 0.0, upper, args=(length,), xtol=1e-300, rtol=4.0 * np.finfo(float).eps)
         out[idx] = np.sqrt(x)
     return v.scalar_or_array(out)
+
+
+def su_sweep() -> NDArray[np.float64]:
+    """The lengths of Su's sweep, ``n = 40, 80, ..., 20000`` (500 values), over which the
+    notes fit ``alpha* ~ c sqrt(log n)`` and ``alpha*_cos ~ c log n``. A fresh array each call."""
+    return np.arange(40, 20001, 40, dtype=float)
+
+
+def fit_through_origin(values: ArrayLike, basis: ArrayLike) -> tuple[NDArray[np.float64] | float, NDArray[np.float64]]:
+    """Least-squares ``c`` in ``values ~ c basis`` (a line through the origin), along the
+    first axis: ``c = sum(values basis) / sum(basis^2)``, and the relative misfit
+    ``c basis / values - 1`` at every point. ``basis`` broadcasts against ``values`` (a
+    column ``(n, 1)`` fits every column of an ``(n, k)`` table at once). ``values`` must be
+    non-zero, and ``basis`` not all zero."""
+    y = v.at_least_1d(v.finite(values, "values"), "values")
+    b = v.finite(basis, "basis")
+    try:
+        y, b = np.broadcast_arrays(y, b)
+    except ValueError as err:
+        raise ValueError(f"basis of shape {np.shape(basis)} does not broadcast against values of shape {y.shape}") from err
+    if np.any(y == 0):
+        raise ValueError("values must be non-zero (the misfit is relative to them)")
+    norm = np.sum(b * b, axis=0)
+    if np.any(norm == 0):
+        raise ValueError("basis must not be all zero")
+    c = np.sum(y * b, axis=0) / norm
+    return v.scalar_or_array(c), c * b / y - 1.0
 
 
 # ---- cosine scores -------------------------------------------------------------

@@ -21,6 +21,7 @@ from .special import _log_hyp0f1, _log_ive, _ratio_and_complement
 
 __all__ = [
     "cosine_logpdf",
+    "cosine_kernel_mass",
     "sample_cosines",
     "sample_dot_products",
     "log_mgf_cosine",
@@ -45,6 +46,19 @@ def cosine_logpdf(s: ArrayLike, d: ArrayLike) -> NDArray[np.float64] | float:
         raise ValueError(f"s must lie in (-1, 1), got {v._show(s_[np.abs(s_) >= 1][0])}")
     d_ = _dims(d)
     return v.scalar_or_array(0.5 * (d_ - 3.0) * np.log1p(-s_ * s_) - betaln(0.5, 0.5 * (d_ - 1.0)))
+
+
+def cosine_kernel_mass(d: ArrayLike, exponent: ArrayLike) -> NDArray[np.float64] | float:
+    """``int_{-1}^{1} (1 - s^2)^exponent ds / B(1/2, (d-1)/2)``: the total mass of the kernel
+    ``(1 - s^2)^exponent`` under the cosine law's normalising constant, in closed form
+    ``B(1/2, exponent + 1) / B(1/2, (d-1)/2)``. It is 1 for the right exponent ``(d-3)/2``;
+    the appended notes' density uses ``(d-2)/2``, whose mass is not 1.
+    ``exponent > -1`` (the integral converges); ``d >= 2``."""
+    d_ = _dims(d)
+    e = v.finite(exponent, "exponent")
+    if (e <= -1).any():
+        raise ValueError(f"exponent must be > -1 (the integral diverges), got {v._show(e[e <= -1][0])}")
+    return v.scalar_or_array(np.exp(betaln(0.5, e + 1.0) - betaln(0.5, 0.5 * (d_ - 1.0))))
 
 
 def sample_cosines(rng: np.random.Generator, size: int | tuple[int, ...], d: float) -> NDArray[np.float64]:

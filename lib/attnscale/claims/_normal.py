@@ -8,11 +8,11 @@ from scipy.optimize import minimize_scalar
 
 from ..entropy import collision
 from ..exact import expected_half_l1, expected_sum_p2
-from ..optimum import alpha_star_normal, collision_normal, n_for_alpha_normal, objective_normal
+from ..optimum import alpha_star_normal, collision_normal, fit_through_origin, n_for_alpha_normal, objective_normal, su_sweep
 from ..recommend import decoder_best_scale, decoder_share
 from ..scores import log_mgf_normal
 from ..softmax import gradient_l1, softmax
-from ._registry import fd_derivative, fd_second, fit_through_origin, inputs, register, sweep
+from ._registry import fd_derivative, fd_second, inputs, register
 
 
 def _mgf_by_quadrature(t: float) -> float:
@@ -144,14 +144,14 @@ def small_alpha_linear(rec: dict) -> float:
 
 @register
 def normal_fit_c(rec: dict) -> float:
-    n = sweep()
-    return fit_through_origin(np.asarray(alpha_star_normal(n)), np.sqrt(np.log(n)))
+    n = su_sweep()
+    return float(fit_through_origin(alpha_star_normal(n), np.sqrt(np.log(n)))[0])
 
 
 @register
 def normal_range_2_3(rec: dict) -> float:
     """Share of the sweep n = 40 ... 20000 on which alpha* is in [2, 3] (the claim: all of a wide range)."""
-    a = alpha_star_normal(sweep())
+    a = alpha_star_normal(su_sweep())
     return float(np.mean((a >= 2) & (a <= 3)))
 
 

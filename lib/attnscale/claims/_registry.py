@@ -21,16 +21,6 @@ def inputs(rec: dict) -> dict:
     return rec.get("inputs") or {}
 
 
-def sweep() -> np.ndarray:
-    """The source's sweep n = 40, 80, ..., 20000."""
-    return np.arange(40, 20001, 40, dtype=float)
-
-
-def fit_through_origin(values: np.ndarray, basis: np.ndarray) -> float:
-    """Least-squares c in values ~ c * basis."""
-    return float(np.sum(values * basis) / np.sum(basis * basis))
-
-
 def example_row() -> tuple[np.ndarray, np.ndarray, float]:
     """Scores, probabilities and scale of the register's example row (n = 8)."""
     s = np.random.default_rng(2026).normal(size=8)
