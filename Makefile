@@ -60,14 +60,14 @@ pdf: $(STAMP)
 # extra, installed on first use), in a scratch copy; prints the score per module.
 # Not part of make test: 32 minutes for 2,352 mutants on this 2-core machine.
 mutate: $(STAMP)
-	$(BIN)/python -c 'import mutmut' 2>/dev/null || $(BIN)/python -m pip install --quiet --no-build-isolation -e '.[mutate]'
+	$(BIN)/python -c 'import mutmut' 2>/dev/null || $(BIN)/python -m pip install --quiet --require-hashes -r requirements-tools.txt
 	bash tools/mutate.sh $(MUTATE_ARGS)
 
 # JupyterLab on the chapters, in the book's environment (the [lab] extra of
 # pyproject.toml; installed into .venv on first use).
 LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
 lab: $(STAMP)
-	$(BIN)/python -c 'import jupyterlab' 2>/dev/null || $(BIN)/python -m pip install --quiet --no-build-isolation -e '.[lab]'
+	$(BIN)/python -c 'import jupyterlab' 2>/dev/null || $(BIN)/python -m pip install --quiet --require-hashes -r requirements-tools.txt
 	cd chapters && ../$(BIN)/jupyter lab $(LAB_ARGS)
 
 test: lint test-lib test-notebooks test-site test-browser
@@ -129,15 +129,25 @@ execute: $(STAMP)
 
 # Re-resolve the lock (requirements.txt: pins and hashes) from pyproject.toml's
 # extras with pip-tools; pins already in the lock are kept unless UPGRADE=--upgrade.
+# requirements-tools.txt locks the optional tools ([lab], [mutate], [lock]) the
+# same way, constrained by requirements.txt so the two never disagree.
 LOCK_HEADER := '\# The lock: exact pins and SHA-256 hashes of every package the book needs (pip' \
   '\# installs it in hash-checking mode). Made by `make lock` from the extras in' \
   '\# pyproject.toml; edit those, never this file.' '\#'
+TOOLS_HEADER := '\# The lock of the optional tools: the book (requirements.txt) plus the [lab],' \
+  '\# [mutate] and [lock] extras, with SHA-256 hashes, constrained by requirements.txt.' \
+  '\# make lab, make mutate and make lock install it; `make lock` writes it.' '\#'
 lock: $(STAMP)
-	$(BIN)/python -c 'import piptools' 2>/dev/null || $(BIN)/python -m pip install --quiet --no-build-isolation -e '.[lock]'
+	$(BIN)/python -c 'import piptools' 2>/dev/null || $(BIN)/python -m pip install --quiet --require-hashes -r requirements-tools.txt
 	$(BIN)/pip-compile pyproject.toml --extra dev --extra book --generate-hashes --allow-unsafe --strip-extras \
 	  --no-header --no-emit-index-url --no-emit-find-links --quiet $(UPGRADE) --output-file requirements.txt
 	{ printf '%s\n' $(LOCK_HEADER); cat requirements.txt; } > requirements.new
 	mv requirements.new requirements.txt
+	$(BIN)/pip-compile pyproject.toml --extra dev --extra book --extra lab --extra mutate --extra lock -c requirements.txt \
+	  --generate-hashes --allow-unsafe --strip-extras --no-header --no-emit-index-url --no-emit-find-links --quiet $(UPGRADE) \
+	  --output-file requirements-tools.txt
+	{ printf '%s\n' $(TOOLS_HEADER); cat requirements-tools.txt; } > requirements.new
+	mv requirements.new requirements-tools.txt
 
 clean:
 	rm -rf _build
