@@ -145,6 +145,8 @@ SPECS: dict[str, tuple[dict, dict]] = {
     "scores.sample_dot_products": ({"rng": _rng, "size": 5, "d": 8}, {"rng": [None, 3, "rng"], "size": [-1, "5", None, 2.5], "d": [0, "x", None, 2.5],
                                                                     "rho": REAL + [1.5, -2.0], "chunk": [0, "x", None]}),
     "scores.cosine_kernel_mass": ({"d": 5, "exponent": 1.5}, {"d": REAL + [1.0, 0.5], "exponent": REAL + [-1.0, -3.0]}),
+    "scores.cosine_cdf": ({"s": 0.5, "d": 5}, {"s": REAL + [1.5, -2.0], "d": REAL + [1.0, 0.5]}),
+    "scores.sample_vector_cosines": ({"rng": _rng, "size": 5, "d": 4}, {"rng": [None, 3, "rng"], "size": [-1, "5", None, 2.5], "d": [1, 0, "x", None, 2.5]}),
     "scores.sample_cosines": ({"rng": _rng, "size": 5, "d": 32}, {"rng": [None, 3, "rng"], "size": [-1, "5", None, 2.5], "d": REAL + [1, 0]}),
     "scores.log_mgf_cosine": ({"alpha": 3.0, "d": 32}, {"alpha": REAL + [-1.0], "d": REAL + [1, 0]}),
     "scores.dlog_mgf_cosine": ({"alpha": 3.0, "d": 32}, {"alpha": REAL + [-1.0], "d": REAL + [1, 0]}),

@@ -63,3 +63,38 @@ def test_kernel_mass_is_one_for_the_cosine_law_only():
     assert cosine_kernel_mass(5, 1.5) == pytest.approx(q * 3 / 4, rel=1e-12)  # divided by B(1/2, 2) = 4/3
     with pytest.raises(ValueError, match="exponent"):
         cosine_kernel_mass(5, -1.0)
+
+
+@pytest.mark.parametrize("d", [2, 3, 5, 128])
+@pytest.mark.parametrize("s", [-0.9, -0.1, 0.0, 0.3, 0.99])
+def test_cosine_cdf_against_the_integral_of_the_density(d, s):
+    from attnscale.scores import cosine_cdf
+
+    with mp.workdps(30):
+        pdf = lambda x: (1 - x * x) ** (mp.mpf(d - 3) / 2) / mp.beta(mp.mpf(1) / 2, mp.mpf(d - 1) / 2)  # noqa: E731
+        ref = mp.quad(pdf, [-1, min(0, s), s]) if s > -1 else mp.mpf(0)
+    assert cosine_cdf(s, d) == pytest.approx(float(ref), rel=1e-12, abs=1e-15)
+
+
+def test_cosine_cdf_ends_and_shape():
+    from attnscale.scores import cosine_cdf
+
+    assert cosine_cdf(-1.0, 7) == 0.0 and cosine_cdf(1.0, 7) == 1.0 and cosine_cdf(0.0, 7) == pytest.approx(0.5, abs=1e-15)
+    out = cosine_cdf(np.linspace(-1, 1, 11)[:, None], [3.0, 64.0])
+    assert out.shape == (11, 2) and np.all(np.diff(out, axis=0) >= 0)
+    with pytest.raises(ValueError, match="s must lie"):
+        cosine_cdf(1.5, 3)
+
+
+def test_vector_cosines_follow_the_law_and_the_definition():
+    from scipy.stats import kstest
+
+    from attnscale.scores import cosine_cdf, sample_vector_cosines
+
+    x = sample_vector_cosines(np.random.default_rng(8), 50_000, 6)
+    assert kstest(x, cosine_cdf, args=(6,)).pvalue > 1e-3
+    assert kstest(x, cosine_cdf, args=(7,)).pvalue < 1e-6  # the test can tell neighbouring dimensions apart
+    rng = np.random.default_rng(9)
+    q, k = rng.standard_normal((2, 4, 3))
+    by_hand = [float(q[i] @ k[i] / np.sqrt((q[i] @ q[i]) * (k[i] @ k[i]))) for i in range(4)]
+    np.testing.assert_allclose(sample_vector_cosines(np.random.default_rng(9), 4, 3), by_hand, rtol=1e-14)

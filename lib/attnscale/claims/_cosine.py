@@ -6,11 +6,11 @@ from functools import lru_cache
 
 import numpy as np
 from scipy.integrate import quad
-from scipy.special import betainc, gammaln, ive
+from scipy.special import gammaln, ive
 
 from ..montecarlo import collision_and_gradient
 from ..optimum import alpha_star_cosine, alpha_star_normal, collision_cosine, fit_through_origin, objective_cosine, su_sweep
-from ..scores import cosine_kernel_mass, log_mgf_cosine, sample_cosines
+from ..scores import cosine_cdf, cosine_kernel_mass, log_mgf_cosine, sample_cosines, sample_vector_cosines
 from ._registry import fd_second, inputs, register
 
 
@@ -63,8 +63,7 @@ def exact_cosine_values(rec: dict) -> list[float]:
 
 
 def _sampled_cosines(d: int, seed: int = 31) -> np.ndarray:
-    q, k = np.random.default_rng(seed).standard_normal((2, 20000, d))
-    return np.einsum("ij,ij->i", q, k) / (np.linalg.norm(q, axis=1) * np.linalg.norm(k, axis=1))
+    return sample_vector_cosines(np.random.default_rng(seed), 20000, d)
 
 
 @register
@@ -74,7 +73,7 @@ def cosine_density_exponent(rec: dict) -> bool:
 
     exponent = inputs(rec)["exponent_offset"]
     dim = 5 + (3 - exponent)  # (1 - s^2)^((d-2)/2) is the law in dimension d + 1
-    return bool(kstest(_sampled_cosines(5), lambda v: betainc((dim - 1) / 2, (dim - 1) / 2, (1 + v) / 2)).pvalue > 1e-3)
+    return bool(kstest(_sampled_cosines(5), cosine_cdf, args=(dim,)).pvalue > 1e-3)
 
 
 @register
