@@ -137,6 +137,7 @@ SPECS: dict[str, tuple[dict, dict]] = {
     "optimum.n_for_alpha_normal": ({"alpha": 1.0}, {"alpha": POSITIVE}),
     "optimum.su_sweep": ({}, {}),
     "optimum.fit_through_origin": ({"values": [1.0, 2.0], "basis": [1.0, 2.0]}, {"values": [[NAN, 1.0], [0.0, 1.0], "v", None], "basis": [[0.0, 0.0], [1.0, 2.0, 3.0], [INF, 1.0], "b", None]}),
+    "optimum.alpha_star_normal_lambertw": ({"n": 64}, {"n": LENGTH}),
     "optimum.alpha_star_frobenius_normal": ({"n": 64}, {"n": LENGTH}),
     "optimum.collision_cosine": ({"alpha": 3.0, "n": 64, "d": 32}, {"alpha": POSITIVE, "n": LENGTH, "d": REAL + [1, 0]}),
     "optimum.objective_cosine": ({"alpha": 3.0, "n": 64, "d": 32}, {"alpha": POSITIVE, "n": LENGTH, "d": REAL + [1, 0]}),

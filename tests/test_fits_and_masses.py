@@ -98,3 +98,17 @@ def test_vector_cosines_follow_the_law_and_the_definition():
     q, k = rng.standard_normal((2, 4, 3))
     by_hand = [float(q[i] @ k[i] / np.sqrt((q[i] @ q[i]) * (k[i] @ k[i]))) for i in range(4)]
     np.testing.assert_allclose(sample_vector_cosines(np.random.default_rng(9), 4, 3), by_hand, rtol=1e-14)
+
+
+def test_lambertw_reference_route():
+    from attnscale.optimum import alpha_star_normal_lambertw
+
+    n = np.array([2.0, 64.0, 512.0, 1e6, 1e300])
+    with mp.workdps(40):
+        ref = [float(mp.sqrt(mp.lambertw(mp.sqrt(mp.e) * mp.mpf(v) / 2) - mp.mpf(1) / 2)) for v in n]
+    np.testing.assert_allclose(alpha_star_normal_lambertw(n), ref, rtol=1e-14)
+    # the documented loss just above n = 1, where W0 - 1/2 cancels
+    near = 1 + 1e-8
+    with mp.workdps(40):
+        exact = float(mp.sqrt(mp.lambertw(mp.sqrt(mp.e) * mp.mpf(near) / 2) - mp.mpf(1) / 2))
+    assert 1e-10 < abs(alpha_star_normal_lambertw(near) / exact - 1) < 1e-7

@@ -8,7 +8,7 @@ from scipy.optimize import minimize_scalar
 
 from ..entropy import collision
 from ..exact import expected_half_l1, expected_sum_p2
-from ..optimum import alpha_star_normal, collision_normal, fit_through_origin, n_for_alpha_normal, objective_normal, su_sweep
+from ..optimum import alpha_star_normal, alpha_star_normal_lambertw, collision_normal, fit_through_origin, n_for_alpha_normal, objective_normal, su_sweep
 from ..recommend import decoder_best_scale, decoder_share
 from ..scores import log_mgf_normal
 from ..softmax import gradient_l1, softmax
@@ -184,10 +184,8 @@ def exact_normal_values(rec: dict) -> list[float]:
 def closed_form_exists(rec: dict) -> bool:
     """'No analytic solution': the closed form sqrt(W0(n sqrt(e)/2) - 1/2), with SciPy's Lambert W,
     solves the first-order condition (so the claim is false)."""
-    from scipy.special import lambertw
-
     n = np.array([10.0, 512.0, 1e6])
-    a = np.sqrt(lambertw(n * np.sqrt(np.e) / 2).real - 0.5)
+    a = alpha_star_normal_lambertw(n)
     return not bool(np.allclose(n_for_alpha_normal(a), n, rtol=1e-12))
 
 
