@@ -65,3 +65,10 @@ def test_show_value():
 def test_bad_rows(rows, match):
     with pytest.raises((TypeError, ValueError), match=match):
         register_page(rows)
+
+
+def test_ids_and_labels_are_escaped():
+    rec = _record(id='x"><script>alert(1)</script>', where={"doc": "chapters/05_gaussian_scores", "label": 'l" onmouseover="alert(1)'})
+    page = register_page([rec])
+    assert "<script>alert" not in page and 'onmouseover="' not in page
+    assert "&lt;script&gt;" in page and "&quot; onmouseover=&quot;" in page

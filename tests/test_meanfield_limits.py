@@ -84,3 +84,18 @@ def test_frobenius_optimum_against_a_bounded_search_and_the_l1_optimum():
     n = np.array([4.0, 64.0, 1e6])
     assert np.all(alpha_star_frobenius_normal(n) < alpha_star_normal(n))
     assert alpha_star_frobenius_normal(n).shape == (3,)
+
+
+def test_limit_refuses_a_factor_the_quadrature_cannot_resolve():
+    # log ratio ~ alpha^2 / n for small alpha, with rounding near 1e-14: a factor of 1 + 1e-15 cannot be located
+    with pytest.raises(ValueError, match="factor must be at least 1 \\+ 1e-10"):
+        exact.mean_field_limit(2, 1 + 1e-15)
+    a = exact.mean_field_limit(10, 1 + 1e-6)
+    assert a == pytest.approx(np.sqrt(10 * np.log1p(1e-6)), rel=1e-3)
+
+
+def test_frobenius_optimum_at_the_top_of_the_float_range():
+    # 8 n overflows above 2.2e307; the bracket must not
+    for n in (2.2e307, 1e308, 1.7e308):
+        a = alpha_star_frobenius_normal(n)
+        assert np.isfinite(a) and a == pytest.approx(float(_frobenius_mp(n)), rel=1e-13)

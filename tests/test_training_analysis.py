@@ -115,3 +115,15 @@ def test_tables_and_figure(cells):
     import matplotlib.pyplot as plt
 
     plt.close(fig)
+
+
+def test_bad_steps_and_rates_are_refused():
+    for bad in ([[np.nan, 20.0], [40.0, 60.0]], [[-20.0, 20.0]], [20.0, 40.0]):
+        with pytest.raises(ValueError, match="steps_to_target"):
+            tr.among_fastest({"steps_to_target": bad})
+    cell = {"labels": ["1"], "alphas": [1.0], "lrs": [0.01, 0.1], "best_lr": [2], "steps_to_target": [[20.0, 40.0]], "final_loss": [[0.1, 0.2]]}
+    with pytest.raises(ValueError, match="best_lr"):
+        tr.summary_rows(cell)
+    with pytest.raises(ValueError, match="best_lr"):
+        tr.summary_rows(dict(cell, best_lr=[-1]))
+    assert tr.steps_text(-np.inf) == "ref. never" and tr.steps_text(np.inf) == "never"

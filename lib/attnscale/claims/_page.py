@@ -60,7 +60,7 @@ _FILTER = """<div class="claims-filter" role="search">
 
 
 def _page_of(doc: str) -> str:
-    return doc.split("/")[-1] + ".html"
+    return html.escape(str(doc).split("/")[-1] + ".html")
 
 
 def _rich(text: str, doc: str) -> str:
@@ -80,7 +80,7 @@ def _links(escaped: str, doc: str) -> str:
         label = m.group(2)
         anchor = "equation-" + label if label.startswith("eq-") else label
         words = m.group(1) or ("the equation" if label.startswith("eq-") else label)
-        return f'<a href="{_page_of(doc)}#{anchor}">{words}</a>'
+        return f'<a href="{_page_of(doc)}#{html.escape(anchor)}">{words}</a>'
 
     return _LINK.sub(one, escaped)
 
@@ -107,8 +107,9 @@ def _row(r: dict) -> str:
     claim = _rich(r["chapter_claim"], doc) if "chapter_claim" in r else html.escape(r["statement"])
     note = html.escape(r.get("note") or r.get("why") or "")
     claimed = r["claimed"] if isinstance(r["claimed"], str) else show_value(r["claimed"])
-    link = f'<a href="{_page_of(doc)}#{r["where"]["label"]}">{html.escape(name.split("_", 1)[1].replace("_", " "))}</a>'
-    return (f'<tr id="claim-{r["id"]}" data-note="{r["source"]["file"]}" data-verdict="{r["verdict"]}"><td><code>{r["id"]}</code></td>'
+    link = f'<a href="{_page_of(doc)}#{html.escape(str(r["where"]["label"]))}">{html.escape(name.split("_", 1)[-1].replace("_", " "))}</a>'
+    rid = html.escape(str(r["id"]))
+    return (f'<tr id="claim-{rid}" data-note="{r["source"]["file"]}" data-verdict="{r["verdict"]}"><td><code>{rid}</code></td>'
             f'<td>{html.escape(r["source"]["place"])}</td><td>{claim}</td><td>{html.escape(str(claimed))}</td><td>{show_value(r["value"])}</td>'
             f'<td style="color:{VERDICT_COLOURS[r["verdict"]]};font-weight:bold">{r["verdict"]}</td><td>{note}</td><td>{link}</td></tr>')
 

@@ -53,7 +53,7 @@ def mean_field_limit(n: ArrayLike, factor: float = 1.1, *, step: float = 0.05) -
     way) for ``n`` standard-normal scores: the first root of ``|log mean_field_ratio(n, alpha)|
     = log(factor)``, located on a grid of spacing ``step`` and refined by Brent's method to
     1e-12. ``factor = 1.1`` is chapter 7's 10% limit ``alpha_mf``. ``n`` is real in
-    ``[2, 1e15]`` (element-wise); ``factor > 1``; ``step`` in ``(0, 0.1]``. The ratio grows
+    ``[2, 1e15]`` (element-wise); ``factor >= 1 + 1e-10``; ``step`` in ``(0, 0.1]``. The ratio grows
     without bound (its log is about ``alpha^2 - log n`` past the freezing point), so the
     walk ends; a crossing and re-crossing within one ``step`` would go unseen."""
     n_ = v.finite(n, "n")
@@ -61,6 +61,8 @@ def mean_field_limit(n: ArrayLike, factor: float = 1.1, *, step: float = 0.05) -
         bad = n_[(n_ < 2) | (n_ > 1e15)][0]
         raise ValueError(f"n must lie in [2, 1e15], got {v._show(bad)}")
     factor_ = v.real_above(factor, "factor", 1.0)
+    if np.log(factor_) < 1e-10:  # the quadrature's relative rounding (~1e-14) would decide the crossing
+        raise ValueError(f"factor must be at least 1 + 1e-10 (closer to 1 the quadrature's rounding decides the crossing), got {factor_!r}")
     step_ = v.real_above(step, "step", 0.0)
     if step_ > 0.1:
         raise ValueError(f"step must be at most 0.1, got {step_!r}")

@@ -79,8 +79,19 @@ def among_fastest(cell: dict[str, Any], slack: float = 20) -> tuple[NDArray[np.b
     slack = float(v.real_number(slack, "slack"))
     if slack < 0:
         raise ValueError(f"slack must be >= 0, got {slack!r}")
-    med = np.median(np.asarray(cell["steps_to_target"], dtype=float), axis=-1)
+    steps = _steps(cell["steps_to_target"], "cell['steps_to_target']")
+    med = np.median(steps, axis=-1)
     return med <= med.min() + slack, med
+
+
+def _steps(value: ArrayLike, name: str = "steps_to_target") -> NDArray[np.float64]:
+    """Steps to the target per (scale, seed): numbers >= 0, +inf where never reached."""
+    steps = v.as_float_array(value, name)
+    if steps.ndim != 2 or steps.size == 0:
+        raise ValueError(f"{name} must be a non-empty (scales, seeds) array, got shape {steps.shape}")
+    if np.isnan(steps).any() or (steps < 0).any():
+        raise ValueError(f"{name} must hold steps >= 0 or +inf (never reached), got {v._show(steps)}")
+    return steps
 
 
 def _arm(cs: list[dict], label: str, key: str, name: str) -> tuple[NDArray, NDArray]:

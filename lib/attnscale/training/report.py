@@ -13,6 +13,7 @@ import numpy as np
 from .. import _validate as v
 from .loop import _optimizer
 from .model import _kind
+from .analysis import _steps
 from .stats import PairedComparison, final_loss_summary
 from .sweep import SWEEP
 
@@ -33,10 +34,14 @@ def p_text(p: float) -> str:
 
 
 def steps_text(x: float) -> str:
-    """A difference in steps: signed whole steps, ``0``, or ``never`` when infinite."""
+    """A difference in steps (arm minus reference): signed whole steps, ``0``, ``never`` when
+    the arm never reached the target (``+inf``), ``ref. never`` when only the reference did not
+    (``-inf``)."""
     if isinstance(x, (bool, str)) or x is None or not isinstance(x, (int, float, np.number)) or math.isnan(x):
         raise TypeError(f"x must be a real number or an infinity, got {x!r}")
-    return "never" if math.isinf(x) else ("0" if x == 0 else f"{x:+.0f}")
+    if math.isinf(x):
+        return "never" if x > 0 else "ref. never"
+    return "0" if x == 0 else f"{x:+.0f}"
 
 
 def loss_text(x: float) -> str:
@@ -62,9 +67,13 @@ def summary_rows(cell: dict[str, Any]) -> list[tuple]:
     rows = []
     last = len(cell["lrs"]) - 1
     summary = final_loss_summary(cell["final_loss"])
+    all_steps = _steps(cell["steps_to_target"], "cell['steps_to_target']")
+    best_lr = np.asarray(cell["best_lr"])
+    if best_lr.shape != (len(cell["labels"]),) or not np.issubdtype(best_lr.dtype, np.integer) or (best_lr < 0).any() or (best_lr > last).any():
+        raise ValueError(f"cell['best_lr'] must hold one index into lrs (0 to {last}) per scale, got {best_lr.tolist()}")
     for a, label in enumerate(cell["labels"]):
-        best = int(cell["best_lr"][a])
-        steps = np.asarray(cell["steps_to_target"][a], dtype=float)
+        best = int(best_lr[a])
+        steps = all_steps[a]
         reached = int(np.isfinite(steps).sum())
         med = np.median(steps)
         span = f"{steps.min():.0f}–{steps.max():.0f}" if reached == steps.size else (f"{steps.min():.0f}–never" if reached else "never")
