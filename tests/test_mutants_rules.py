@@ -72,7 +72,10 @@ def test_constant_entropy_round_trips_beyond_the_alpha_grid():
     targets (below 1 nat) are reached too. Brent's method runs to xtol = 1e-14 in
     log alpha, and E H is smooth in alpha, so alpha0 comes back to a few 1e-14."""
     n = 4096.0
-    for alpha0 in (0.37, 100.0, 4000.0):
+    seventh = 4.0
+    for _ in range(7):
+        seventh += math.log(2.0)  # e^4 doubled seven times, about 6989 (< 1e4 / e): a doubling point, no Brent steps
+    for alpha0 in (0.37, 100.0, math.exp(seventh)):
         target = float(E.expected_entropy(n, alpha0))
         a = L.alpha_constant_entropy(n, target=target)
         assert a == pytest.approx(alpha0, rel=5e-14)
@@ -219,6 +222,17 @@ def test_scale_at_share_small_shares_and_the_smallest_cosine_dimension():
         a = R.scale_at_share(n, share, d)
         assert float(E.expected_half_l1(n, a, d)) == pytest.approx(share * float(E.near_tie_limit(n, d)), rel=1e-9)
     assert R.scale_at_share(512, 0.1) < 1.0
+
+
+def test_scale_at_share_near_the_largest_supported_alpha():
+    """Roots up to exact's ALPHA_MAX = 1e4 are found. The two alpha0 are the last points
+    of the doubling bracket (4 * 2^11 for dot scores, 4 sqrt(5) * 2^10 for cosine, d = 5),
+    where the share is met exactly, so no Brent steps at these costly scales are needed."""
+    for n, d, alpha0 in ((512.0, None, 4.0 * 2**11), (64.0, 5, 4.0 * math.sqrt(5) * 2**10)):
+        assert alpha0 < E.ALPHA_MAX
+        share = float(E.expected_half_l1(n, alpha0, d)) / float(E.near_tie_limit(n, d))
+        assert 0.999 < share < 1
+        assert R.scale_at_share(n, share, d) == pytest.approx(alpha0, rel=1e-12)
 
 
 def test_scale_at_share_names_the_bad_argument():
