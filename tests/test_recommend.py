@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import mpmath as mp
+import numpy as np
 import pytest
 
 from attnscale import exact
@@ -156,3 +157,93 @@ def test_decoder_best_scale_against_a_grid_on_the_closed_form():
     k = max(range(len(grid)), key=values.__getitem__)
     alpha, share = decoder_best_scale(T)
     assert abs(alpha - grid[k]) <= 1e-3 and abs(share - values[k]) < 1e-6
+
+
+@pytest.mark.parametrize("n, d, scores", [(2, 64, "dot"), (4096, 64, "dot"), (1e6, 64, "dot"), (512, 16, "cosine"), (4096, 128, "cosine")])
+def test_mean_field_check_against_mpmath(n, d, scores):
+    """The mean field's E sum p^2 at its optimum against a 30-digit route: for dot scores the
+    Lambert-W optimum and exp(alpha^2)/n; the exact side against the quadrature's own mpmath
+    tests is covered in test_exact, so here the ratio's parts must combine as stated."""
+    from attnscale.recommend import mean_field_check
+
+    c = mean_field_check(n, d, scores)
+    law = None if scores == "dot" else d
+    assert c["exact"] == pytest.approx(float(exact.expected_sum_p2(n, c["alpha"], law)), rel=1e-12)
+    assert c["ratio"] == pytest.approx(c["mean_field"] / c["exact"], rel=1e-14)
+    if scores == "dot":
+        with mp.workdps(30):
+            a = mp.sqrt(mp.lambertw(mp.sqrt(mp.e) * n / 2) - mp.mpf(1) / 2)
+            assert c["mean_field"] == pytest.approx(float(mp.exp(a * a) / n), rel=1e-12)
+        # the 10% limit: the ratio is 1.1 there, and alpha* lies beyond it at every n tested
+        assert float(exact.mean_field_ratio(n, c["limit"])) == pytest.approx(1.1, rel=1e-9)
+        assert c["limit"] < c["alpha"]
+    else:
+        assert math.isnan(c["limit"])
+    # the mean field overestimates E sum p^2 at its optimum by more than 10%: never valid there
+    assert c["ratio"] > 1.1 and c["valid"] == 0.0
+
+
+def test_mean_field_check_valid_flag_follows_the_ratio(monkeypatch):
+    """With the exact side replaced by the mean field's own value, the ratio is 1 and the
+    check must call the mean field valid; 5% off is valid, 15% off is not."""
+    from attnscale import recommend as R
+
+    for factor, valid in ((1.0, 1.0), (1.05, 1.0), (1 / 1.05, 1.0), (1.15, 0.0), (1 / 1.15, 0.0)):
+        monkeypatch.setattr(R.exact, "expected_sum_p2", lambda n, a, d=None, f=factor: math.exp(a * a) / n / f)
+        c = R.mean_field_check(4096, 64)
+        assert c["ratio"] == pytest.approx(factor, rel=1e-12) and c["valid"] == valid
+
+
+def test_length_rules_hold_their_quantities():
+    """Each rule against the quantity it keeps, recomputed at n and at n_train = 512 with alpha = 1."""
+    from attnscale.recommend import length_rules
+
+    n = 4096.0
+    r = length_rules(n)
+    assert r["fixed"] == 1.0
+    assert float(exact.expected_entropy(n, r["entropy"])) == pytest.approx(float(exact.expected_entropy(512.0, 1.0)), rel=1e-9)
+    assert float(exact.needle_weight(n, r["needle"], 5.0)) == pytest.approx(float(exact.needle_weight(512.0, 1.0, 5.0)), rel=1e-9)
+    assert r["log_ratio"] == pytest.approx(math.log(4096) / math.log(512), rel=1e-15)
+    assert 1.0 < r["log_ratio"] < r["needle"] < r["entropy"]
+    r2 = length_rules(n, 1024.0)  # a longer training length asks for less sharpening
+    assert r2["entropy"] < r["entropy"] and r2["log_ratio"] == pytest.approx(12 / 10)
+
+
+def test_length_rules_needle_out_of_reach():
+    """At n = 1e15 no scale keeps a key at score 5 at its weight at n = 512: the weight's
+    maximum over a wide grid of alpha lies below that target, and the rule says NaN."""
+    from attnscale.recommend import length_rules
+
+    target = float(exact.needle_weight(512.0, 1.0, 5.0))
+    grid = np.exp(np.linspace(-2.0, 4.0, 400))
+    assert float(np.max(exact.needle_weight(1e15, grid, 5.0))) < target
+    assert math.isnan(length_rules(1e15)["needle"])
+
+
+def test_length_rules_refuse_n_not_beyond_training():
+    from attnscale.recommend import length_rules
+
+    with pytest.raises(ValueError, match="n must exceed n_train"):
+        length_rules(512, 512)
+    with pytest.raises(ValueError, match="n_train must be at least 2"):
+        length_rules(512, 1.5)
+
+
+def test_report_states_validity_and_the_length_rules():
+    from attnscale.recommend import length_rules, mean_field_check
+
+    text = report(4096, 128)
+    c, r = mean_field_check(4096, 128), length_rules(4096)
+    flat = " ".join(text.split())
+    assert f"a ratio of {c['ratio']:.3g}, so the mean field is not valid there" in flat
+    assert f"up to alpha = {c['limit']:.3f}" in flat
+    assert f"{r['entropy']:.3f} to keep the attention entropy H" in flat
+    assert f"{r['needle']:.3f} to keep the weight of one key at score 5" in flat
+    assert "1.000 to keep H/log n and the gradient" in flat
+    assert "no rule applies" in report(256, 64) and "out of reach" in report(1e15, 64)
+    assert "does not compute them for cosine scores" in " ".join(report(4096, 128, "cosine").split())
+
+
+def test_command_line_training_length(capsys):
+    assert main(["recommend", "--n", "4096", "--d", "64", "--n-train", "1024"]) == 0
+    assert capsys.readouterr().out.strip() == report(4096, 64, "dot", 1024).strip()

@@ -16,6 +16,9 @@ logit ``q . k`` (dot) or the cosine (cosine) is multiplied by.
 - ``freezing``: ``sqrt(2 log n)``, the random-energy-model freezing point (dot scores).
 
 Each entry also carries the exact expected gradient and its share of the limit.
+:func:`mean_field_check` says whether the mean field is accurate at its own optimum, and
+:func:`length_rules` gives the length-scaling rules of chapter 8 for a model trained on
+``n_train`` keys and run on ``n``.
 :func:`decoder_share` and :func:`decoder_best_scale` answer the decoder's version of
 the question (one scale for every position of a causal decoder) in the mean field.
 """
@@ -33,11 +36,16 @@ from scipy.optimize import brentq, minimize_scalar
 
 from . import _validate as v
 from . import exact
-from .optimum import alpha_star_cosine, alpha_star_normal, objective_normal
+from . import lengthrules
+from .optimum import alpha_star_cosine, alpha_star_normal, collision_cosine, objective_normal
 
-__all__ = ["Scale", "scale_at_share", "decoder_share", "decoder_best_scale", "recommend", "report", "main"]
+__all__ = ["VALID", "NEEDLE_SCORE", "Scale", "scale_at_share", "decoder_share", "decoder_best_scale", "recommend", "mean_field_check", "length_rules", "report", "main"]
 
 NINETY = 0.9  # the share of the limit that defines the "ninety" scale
+#: the mean field counts as valid while its ``E sum p^2`` is within this factor of the exact one
+VALID = 1.1
+#: the planted key's score in chapter 8's needle model, for :func:`length_rules`
+NEEDLE_SCORE = 5.0
 
 
 @dataclass(frozen=True)
@@ -119,15 +127,19 @@ def decoder_best_scale(length: int) -> tuple[float, float]:
     return float(best.x), -float(best.fun)
 
 
-def recommend(n: float, d: int, scores: str = "dot") -> list[Scale]:
-    """The book's scales for a row of ``n`` keys (``2 <= n <= 1e15``) with head dimension
-    ``d`` (an integer >= 1 for dot scores, >= 3 for cosine scores), ``scores`` "dot" or
-    "cosine". Returns a list of :class:`Scale` (see the module docstring)."""
+def _arguments(n: float, d: object, scores: object) -> tuple[float, str, int]:
     length = float(v.lengths(n, "n"))
     kind = v.text(scores, "scores")
     if kind not in ("dot", "cosine"):
         raise ValueError(f"scores must be 'dot' or 'cosine', got {kind!r}")
-    dim = v.integer_at_least(d, "d", 1 if kind == "dot" else 3)
+    return length, kind, v.integer_at_least(d, "d", 1 if kind == "dot" else 3)
+
+
+def recommend(n: float, d: int, scores: str = "dot") -> list[Scale]:
+    """The book's scales for a row of ``n`` keys (``2 <= n <= 1e15``) with head dimension
+    ``d`` (an integer >= 1 for dot scores, >= 3 for cosine scores), ``scores`` "dot" or
+    "cosine". Returns a list of :class:`Scale` (see the module docstring)."""
+    length, kind, dim = _arguments(n, d, scores)
     law = None if kind == "dot" else dim
     limit = float(exact.near_tie_limit(length, law))
     to_logit = 1.0 / math.sqrt(dim) if kind == "dot" else 1.0
@@ -146,6 +158,59 @@ def recommend(n: float, d: int, scores: str = "dot") -> list[Scale]:
     return out
 
 
+def mean_field_check(n: float, d: int, scores: str = "dot") -> dict[str, float]:
+    """Whether the mean-field step holds at the mean-field optimum ``alpha*`` for ``n`` keys:
+    ``alpha``; ``mean_field``, the mean field's ``E sum p^2`` there (``exp(alpha^2)/n`` for dot
+    scores, :func:`~attnscale.optimum.collision_cosine` for cosine scores); ``exact``, the
+    quadrature :func:`~attnscale.exact.expected_sum_p2`; ``ratio``, the first over the second;
+    ``valid``, 1.0 when the ratio lies within a factor :data:`VALID` either way, else 0.0;
+    and, for dot scores only, ``limit``: the smallest ``alpha`` at which the two part by
+    that factor (:func:`~attnscale.exact.mean_field_limit`; NaN for cosine scores, where the
+    book does not compute it). Arguments as :func:`recommend`."""
+    length, kind, dim = _arguments(n, d, scores)
+    if kind == "dot":
+        a = float(alpha_star_normal(length))
+        mean_field = math.exp(a * a) / length
+        exact_value = float(exact.expected_sum_p2(length, a))
+        limit = float(exact.mean_field_limit(length, VALID))
+    else:
+        a = float(alpha_star_cosine(length, dim))
+        mean_field = float(collision_cosine(a, length, dim))
+        exact_value = float(exact.expected_sum_p2(length, a, dim))
+        limit = math.nan
+    ratio = mean_field / exact_value
+    valid = 1.0 if 1.0 / VALID <= ratio <= VALID else 0.0
+    return {"alpha": a, "mean_field": mean_field, "exact": exact_value, "ratio": ratio, "valid": valid, "limit": limit}
+
+
+def length_rules(n: float, n_train: float = 512) -> dict[str, float]:
+    """Chapter 8's length scaling for dot-product (normal) scores, for a model trained on
+    ``n_train`` keys at ``alpha = 1`` and run on ``n > n_train`` keys: the multiplier of the
+    trained scale under each goal. ``fixed`` (1: keeps ``H / log n`` and the gradient
+    ``alpha (1 - E sum p^2)`` close to their training values), ``entropy``
+    (:func:`~attnscale.lengthrules.alpha_constant_entropy`: keeps the exact expected
+    entropy), ``needle`` (:func:`~attnscale.lengthrules.alpha_constant_needle` with a key at
+    score :data:`NEEDLE_SCORE`: keeps its exact expected weight; NaN when no scale reaches
+    the training weight at this ``n``) and ``log_ratio``, the note's ``log n / log n_train``
+    (:func:`~attnscale.lengthrules.log512`), for comparison."""
+    length = float(v.lengths(n, "n"))
+    trained = v.real_above(n_train, "n_train", 1.0)
+    if trained < 2:
+        raise ValueError(f"n_train must be at least 2, got {trained!r}")
+    if not length > trained:
+        raise ValueError(f"n must exceed n_train for a length rule, got n = {length:g} and n_train = {trained:g}")
+    try:
+        needle = float(lengthrules.alpha_constant_needle(length, NEEDLE_SCORE, None, trained))
+    except ValueError:  # the needle's weight peaks below its training value: no scale holds it
+        needle = math.nan
+    return {
+        "fixed": 1.0,
+        "entropy": float(lengthrules.alpha_constant_entropy(length, None, trained)),
+        "needle": needle,
+        "log_ratio": float(lengthrules.log512(length, trained)),
+    }
+
+
 _LABELS = {
     "usual": "usual scale (1/sqrt(d))",
     "mean_field": "mean-field gradient optimum",
@@ -154,9 +219,12 @@ _LABELS = {
 }
 
 
-def report(n: float, d: int, scores: str = "dot") -> str:
-    """The text that ``python -m attnscale recommend`` prints."""
+def report(n: float, d: int, scores: str = "dot", n_train: float = 512) -> str:
+    """The text that ``python -m attnscale recommend`` prints: the scales of :func:`recommend`,
+    the mean field's validity at its optimum (:func:`mean_field_check`) and, for dot scores
+    and ``n > n_train``, the length rules of :func:`length_rules`."""
     rows = recommend(n, d, scores)
+    trained = v.real_above(n_train, "n_train", 1.0)
     kind = "dot-product scores q.k/sqrt(d)" if scores == "dot" else "cosine scores cos(q, k)"
     raw = "q.k" if scores == "dot" else "cos(q, k)"
     lines = [
@@ -172,6 +240,32 @@ def report(n: float, d: int, scores: str = "dot") -> str:
         "learning rate tuned per scale, scales above the usual one did not reach the target sooner."
     )
     lines.extend(textwrap.wrap(note, width=88))
+    check = mean_field_check(n, d, scores)
+    formula = "e^(alpha^2)/n" if scores == "dot" else "the mean field's sum p^2"
+    verdict = "so the mean field is valid there" if check["valid"] else "so the mean field is not valid there"
+    text = (
+        f"Mean field (ch-beyond-mean-field): at its optimum alpha = {check['alpha']:.3f}, {formula} = "
+        f"{check['mean_field']:.4g} against the exact E sum p^2 = {check['exact']:.4g}, a ratio of "
+        f"{check['ratio']:.3g}, {verdict} (within {VALID - 1:.0%} counts as valid)."
+    )
+    if scores == "dot":
+        text += f" At this n it stays within {VALID - 1:.0%} up to alpha = {check['limit']:.3f}."
+    lines.extend(textwrap.wrap(text, width=88))
+    if scores != "dot":
+        text = "Length scaling: chapter 8's rules are derived for normal scores; the book does not compute them for cosine scores."
+        lines.extend(textwrap.wrap(text, width=88))
+    elif not float(n) > trained:
+        text = f"Length scaling: n does not exceed the training length n0 = {trained:g}, so no rule applies (set --n-train)."
+        lines.extend(textwrap.wrap(text, width=88))
+    else:
+        rules = length_rules(n, trained)
+        needle = "out of reach (no scale keeps it)" if math.isnan(rules["needle"]) else f"{rules['needle']:.3f}"
+        lines.append(f"Length scaling (ch-entropy-invariance), trained on n0 = {trained:g} keys at the scale above,")
+        lines.append(f"run on n = {float(n):g}: multiply that scale by")
+        lines.append(f"  {rules['fixed']:.3f}  to keep H/log n and the gradient (the fixed scale)")
+        lines.append(f"  {rules['entropy']:.3f}  to keep the attention entropy H")
+        lines.append(f"  {needle}  to keep the weight of one key at score {NEEDLE_SCORE:g} (the needle)")
+        lines.append(f"  {rules['log_ratio']:.3f}  the note's log n / log n0, for comparison")
     return "\n".join(lines)
 
 
@@ -182,9 +276,10 @@ def main(argv: list[str] | None = None) -> int:
     rec.add_argument("--n", type=float, required=True, help="number of keys in a row")
     rec.add_argument("--d", type=int, required=True, help="head dimension")
     rec.add_argument("--scores", choices=("dot", "cosine"), default="dot", help="dot-product (default) or cosine scores")
+    rec.add_argument("--n-train", type=float, default=512.0, help="training length for the length rules (default 512)")
     args = parser.parse_args(argv)
     try:
-        print(report(args.n, args.d, args.scores))
+        print(report(args.n, args.d, args.scores, args.n_train))
     except (ValueError, TypeError) as err:
         parser.error(str(err))
     return 0
