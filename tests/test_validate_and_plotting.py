@@ -75,6 +75,27 @@ def test_rendered_text_size_follows_from_width_dpi_and_font():
         figure(width=MAX_WIDTH + 0.1)
 
 
+def test_png_records_its_smallest_text_in_image_pixels():
+    """The text chunk holds the smallest font's height in the image's own pixels: 9 pt at
+    100 dpi is 12.5 px for a legend, on a column-wide figure and on one twice as wide
+    (whose page size halves, as rendered_text_px says, but whose image pixels do not)."""
+    from matplotlib.figure import Figure
+
+    from attnscale.plotting import COLUMN_PX, DPI, TEXT_KEY, png, text_chunks
+
+    fig, ax = figure()
+    ax.plot([0, 1], [0, 1], label="line")
+    ax.legend(fontsize=9)
+    assert float(text_chunks(png(fig))[TEXT_KEY]) == pytest.approx(9 * DPI / 72, abs=1e-3)
+    wide = Figure(figsize=(2 * COLUMN_PX / DPI, 3))
+    wide.subplots().plot([0, 1])
+    assert float(text_chunks(png(wide))[TEXT_KEY]) == pytest.approx(10 * DPI / 72, abs=1e-3)
+    blank = Figure(figsize=(2, 2))
+    assert TEXT_KEY not in text_chunks(png(blank))  # no text, no claim about its size
+    with pytest.raises(ValueError, match="data must be the bytes of a PNG image"):
+        text_chunks(b"GIF89a")
+
+
 def test_show_figure_refuses_text_too_small_to_read():
     from attnscale.plotting import show_figure
 

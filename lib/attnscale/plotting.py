@@ -25,7 +25,7 @@ import matplotlib
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
-__all__ = ["STYLE", "COLUMN_PX", "MIN_TEXT_PX", "DPI", "MAX_WIDTH", "figure", "png", "rendered_text_px", "show_figure"]
+__all__ = ["STYLE", "COLUMN_PX", "MIN_TEXT_PX", "DPI", "MAX_WIDTH", "TEXT_KEY", "figure", "png", "text_chunks", "rendered_text_px", "show_figure"]
 
 #: width of the book's text column on a desktop, in CSS pixels
 COLUMN_PX = 690
@@ -79,11 +79,41 @@ def _figure(fig: object) -> Figure:
     return fig
 
 
+#: the PNG text chunk in which :func:`png` records the figure's smallest text size
+TEXT_KEY = "attnscale smallest text px"
+
+
 def png(fig: Figure) -> bytes:
-    """The figure rendered as PNG on a white background, at :data:`DPI`."""
+    """The figure rendered as PNG on a white background, at :data:`DPI`. A text chunk
+    :data:`TEXT_KEY` records the height of its smallest text in pixels of the image
+    (the size it renders at when shown at its natural width), so a browser test can
+    measure the size readers see from the width the page gives the image."""
+    fig = _figure(fig)
+    fig.draw_without_rendering()  # makes the tick labels, so rendered_text_px sees them
+    natural = [size / min(1.0, COLUMN_PX / (fig.get_figwidth() * DPI)) for size, _ in rendered_text_px(fig)]
     buffer = io.BytesIO()
-    _figure(fig).savefig(buffer, format="png", facecolor="white", dpi=DPI)
+    metadata = {TEXT_KEY: f"{min(natural):.3f}"} if natural else {}
+    fig.savefig(buffer, format="png", facecolor="white", dpi=DPI, metadata=metadata)
     return buffer.getvalue()
+
+
+def text_chunks(data: bytes) -> dict[str, str]:
+    """The ``tEXt`` chunks of a PNG image, as ``{keyword: text}`` (Latin-1)."""
+    if not isinstance(data, (bytes, bytearray)) or data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError("data must be the bytes of a PNG image")
+    chunks: dict[str, str] = {}
+    at = 8
+    while at + 8 <= len(data):
+        length = int.from_bytes(data[at:at + 4], "big")
+        kind = data[at + 4:at + 8]
+        body = data[at + 8:at + 8 + length]
+        if kind == b"tEXt" and b"\0" in body:
+            key, _, text = body.partition(b"\0")
+            chunks[key.decode("latin-1")] = text.decode("latin-1")
+        if kind == b"IEND":
+            break
+        at += 12 + length
+    return chunks
 
 
 def rendered_text_px(fig: Figure) -> list[tuple[float, str]]:
