@@ -1,0 +1,96 @@
+"""The claims register shows its maths typeset.
+
+A record is shown (on chapter 11's page and in the chapters' tables) with its
+``chapter_claim``, Markdown with ``$...$`` maths, where it has one, and with its
+plain-text ``statement``, escaped, otherwise. So a statement that writes
+mathematics as plain text ("alpha (1 - e^{alpha^2}/n)") needs a ``chapter_claim``,
+and a ``chapter_claim`` keeps all its maths between dollars.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORDS = yaml.safe_load((ROOT / "chapters" / "claims.yml").read_text(encoding="utf-8"))
+
+_GREEK = ("alpha|beta|gamma|delta|epsilon|zeta|eta|theta|kappa|lambda|mu|nu|xi|pi|rho"
+          "|sigma|tau|phi|chi|psi|omega")
+#: a Greek letter's name written out (alpha, delta_ij, Gamma(d/2)), not inside a word
+GREEK_NAME = re.compile(r"(?i:(?<![A-Za-z])(?:" + _GREEK + r")(?![A-Za-z]))")
+#: mathematics written as plain text
+PLAIN_MATHS = re.compile(
+    GREEK_NAME.pattern
+    # a function applied: sqrt(d), exp(x), log(1 + x), sum_i, diag(p), Var(X), softmax(x)
+    + r"|(?i:(?<![A-Za-z])(?:sqrt|exp|sum|log|ln|diag|softmax|relu|var|max|min|sin|cos)\s*[(\[{_^])"
+    + r"|(?<![A-Za-z])(?:sqrt|exp)(?![A-Za-z])"
+    + r"|(?<![A-Za-z])(?:log|ln)\s+(?:\d|[A-Za-z](?![A-Za-z]))"  # log n, log 512
+    + r"|(?<![A-Za-z])sum\s+(?:over|of\s+[a-z](?![a-z])|[a-z](?![a-z]))"  # sum over i, sum p^2
+    + r"|\^"  # powers: e^{alpha^2}, p^T
+    + r"|[A-Za-z0-9})]_[A-Za-z0-9{]"  # subscripts: p_i, d_k, log_512
+    + r"|(?<![\w.])[A-Za-z]\s?\.\s?[A-Za-z](?![\w.])"  # q.k (not e.g. or i.e.)
+    + r"|(?<![A-Za-z])(?:\d+|[A-Za-z])\s*/\s*(?:\d|[A-Za-z](?![A-Za-z])|\()"  # 1/d, d/2, 1/(...)
+    + r"|[\w)\]]\s*(?:<=|>=|!=|=>|->|<|>|=|~)\s*[\w(\[-]"  # relations: d = 128, i != j, H_2 <= H
+    + r"|\|\||\|[^|\s][^|]*\|"  # norms and absolute values
+    + r"|\bO\(|\b[EPD]\s*[\[(]"  # O(alpha^5), E[...], D(XY)
+    + r"|(?<![\w'’.-])(?![aAI](?![\w'’-]))[A-Za-z](?![\w'’-]|\.\w)"  # a lone symbol: with d, per n (not a, A, I)
+)
+#: inline maths and link targets, which a chapter_claim may hold
+_MATH = re.compile(r"(?<!\\)\$(?:[^$\\]|\\.)+?(?<!\\)\$")
+_LINK_TARGET = re.compile(r"\]\(#[^)]*\)")
+
+EXAMPLE = "Substituting the normal MGF, the mean-field objective is alpha (1 - e^{alpha^2}/n)."
+ENGLISH = ("The paper reports no experiment comparing scaled and unscaled dot products, "
+           "and a reader's doubt about it is answered in the comments (e.g. the second one).")
+
+
+def plain_maths(text: str) -> list[str]:
+    return [m.group(0) for m in PLAIN_MATHS.finditer(text)]
+
+
+def outside_maths(text: str) -> str:
+    """A chapter_claim with its $...$ maths and its link targets taken out."""
+    return _LINK_TARGET.sub("]", _MATH.sub(" ", text))
+
+
+def unescaped_dollars(text: str) -> int:
+    return len(re.findall(r"(?<!\\)\$", text))
+
+
+def test_the_detector_flags_plain_text_maths():
+    assert plain_maths(EXAMPLE)
+    assert plain_maths(ENGLISH) == []
+    for maths in ("q.k has variance d", "1/sqrt(d)", "sum p_i^2", "alpha* = 0.84", "H_2 <= H",
+                  "O(alpha^5)", "E[q.k] = 0", "||J||_1", "tau -> 0", "log n", "delta_ij", "with d",
+                  "Gamma(d/2)", "relu^2", "for i != j", "x_max"):
+        assert plain_maths(maths), maths
+    for english in ("Softmax preserves the order of its inputs.", "T5 uses a learnable scaling.",
+                    "A temperature changes a sigmoid's output.", "It is an L1 norm, i.e. a sum.",
+                    "The alphabet, a theorem and a stigma.", "Rényi entropy"):
+        assert plain_maths(english) == [], english
+
+
+def test_a_statement_with_plain_text_maths_has_a_chapter_claim():
+    bare = {r["id"]: plain_maths(r["statement"]) for r in RECORDS if "chapter_claim" not in r}
+    assert {rid: found for rid, found in bare.items() if found} == {}
+
+
+def test_the_maths_helpers_see_dollars_and_links():
+    assert unescaped_dollars(r"$a$ costs \$5") == 2
+    assert outside_maths(r"as $\alpha \to 0$ see [the proof](#sec-alpha-zero)") == "as   see [the proof]"
+    assert GREEK_NAME.search(outside_maths(r"as alpha grows, $\alpha^*$ moves"))
+    assert not GREEK_NAME.search(outside_maths(r"as $\alpha$ grows, $\alpha^*$ moves"))
+
+
+@pytest.mark.parametrize("rec", [r for r in RECORDS if "chapter_claim" in r], ids=lambda r: r["id"])
+def test_a_chapter_claim_keeps_its_maths_between_dollars(rec):
+    claim = rec["chapter_claim"]
+    assert unescaped_dollars(claim) % 2 == 0, "unbalanced $"
+    rest = outside_maths(claim)
+    assert "$" not in rest.replace(r"\$", ""), "a $ left over"
+    assert not GREEK_NAME.search(rest), f"Greek name outside maths: {GREEK_NAME.search(rest).group(0)!r}"
+    assert plain_maths(rest) == [], "plain-text maths outside $...$"
