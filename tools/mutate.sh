@@ -53,6 +53,7 @@ also_copy =
     api.md
     bibliography.md
     execution.md
+    references.bib
 use_git_change_detection = false
 timeout_multiplier = 10.0
 CFG
