@@ -400,14 +400,15 @@ def test_command_line_errors(capsys, monkeypatch):
     assert _cli_error(capsys, []) == ["usage: python -m attnscale [-h] {recommend} ...",
                                       "python -m attnscale: error: the following arguments are required: command"]
     usage = ["usage: python -m attnscale recommend [-h] --n N --d D [--scores {dot,cosine}]",
-             "                                     [--n-train N_TRAIN]"]
+             "                                     [--n-train N_TRAIN]",
+             "                                     [--alpha-train ALPHA_TRAIN]"]
     assert _cli_error(capsys, ["recommend", "--d", "64"]) == [
         *usage, "python -m attnscale recommend: error: the following arguments are required: --n"]
     assert _cli_error(capsys, ["recommend", "--n", "512"]) == [
         *usage, "python -m attnscale recommend: error: the following arguments are required: --d"]
     lines = _cli_error(capsys, ["recommend", "--n", "512", "--d", "64", "--scores", "bilinear"])
-    assert lines[:2] == usage
-    assert lines[2].startswith("python -m attnscale recommend: error: argument --scores: invalid choice: 'bilinear'")
+    assert lines[:3] == usage
+    assert lines[3].startswith("python -m attnscale recommend: error: argument --scores: invalid choice: 'bilinear'")
     # errors found by the library are reported by the top-level parser
     assert _cli_error(capsys, ["recommend", "--n", "512", "--d", "2", "--scores", "cosine"]) == [
         "usage: python -m attnscale [-h] {recommend} ...", "python -m attnscale: error: d must be an integer >= 3, got 2"]

@@ -207,6 +207,12 @@ def test_length_rules_hold_their_quantities():
     assert 1.0 < r["log_ratio"] < r["needle"] < r["entropy"]
     r2 = length_rules(n, 1024.0)  # a longer training length asks for less sharpening
     assert r2["entropy"] < r["entropy"] and r2["log_ratio"] == pytest.approx(12 / 10)
+    a0 = 2.405  # trained at the mean-field optimum: the targets are the values at (512, a0)
+    r3 = length_rules(n, 512.0, a0)
+    assert r3["fixed"] == a0 and r3["log_ratio"] == pytest.approx(a0 * 12 / 9, rel=1e-15)
+    assert float(exact.expected_entropy(n, r3["entropy"])) == pytest.approx(float(exact.expected_entropy(512.0, a0)), rel=1e-9)
+    assert float(exact.needle_weight(n, r3["needle"], 5.0)) == pytest.approx(float(exact.needle_weight(512.0, a0, 5.0)), rel=1e-9)
+    assert r3["entropy"] / a0 < r["entropy"]  # a sharper start needs a smaller relative increase
 
 
 def test_length_rules_needle_out_of_reach():
@@ -230,6 +236,8 @@ def test_length_rules_refuse_n_not_beyond_training():
 
 
 def test_report_states_validity_and_the_length_rules():
+    """The printed rows against the library: each rule's scale, and the exact entropy and
+    key weight it gives, recomputed here from attnscale.exact (not through lengthrules)."""
     from attnscale.recommend import length_rules, mean_field_check
 
     text = report(4096, 128)
@@ -237,13 +245,20 @@ def test_report_states_validity_and_the_length_rules():
     flat = " ".join(text.split())
     assert f"a ratio of {c['ratio']:.3g}, so the mean field is not valid there" in flat
     assert f"up to alpha = {c['limit']:.3f}" in flat
-    assert f"{r['entropy']:.3f} to keep the attention entropy H" in flat
-    assert f"{r['needle']:.3f} to keep the weight of one key at score 5" in flat
-    assert "1.000 to keep H/log n and the gradient" in flat
-    assert "no rule applies" in report(256, 64) and "out of reach" in report(1e15, 64)
+    assert "trained on n0 = 512 keys at alpha0 = 1, run on n = 4096 keys" in flat
+    for label, key in (("fixed scale", "fixed"), ("constant entropy", "entropy"), ("constant key weight", "needle")):
+        a = r[key]
+        row = f"{label} {a:.3f} {float(exact.expected_entropy(4096.0, a)):.3f}"
+        assert row in flat, row
+        assert f"{float(exact.needle_weight(4096.0, a, 5.0)):.4g}" in flat
+    # the constant-entropy row shows the training entropy, the constant-key row the training weight
+    assert flat.count(f"{float(exact.expected_entropy(512.0, 1.0)):.3f}") == 2
+    assert flat.count(f"{float(exact.needle_weight(512.0, 1.0, 5.0)):.4g}") == 2
+    assert "no rule applies" in report(256, 64) and "no scale keeps the key's weight" in report(1e15, 64)
     assert "does not compute them for cosine scores" in " ".join(report(4096, 128, "cosine").split())
+    assert "at alpha0 = 2.405" in report(4096, 64, "dot", 512, 2.405)
 
 
 def test_command_line_training_length(capsys):
-    assert main(["recommend", "--n", "4096", "--d", "64", "--n-train", "1024"]) == 0
-    assert capsys.readouterr().out.strip() == report(4096, 64, "dot", 1024).strip()
+    assert main(["recommend", "--n", "4096", "--d", "64", "--n-train", "1024", "--alpha-train", "1.5"]) == 0
+    assert capsys.readouterr().out.strip() == report(4096, 64, "dot", 1024, 1.5).strip()

@@ -95,10 +95,10 @@ def _decoder_length(length: object) -> int:
 
 
 def decoder_share(alpha: float, length: int) -> NDArray[np.float64]:
-    """For a causal decoder of maximum length ``T = length`` (position ``t`` attends over
-    ``t`` keys, ``t = 2..T``) and one scale ``alpha > 0`` for every position: the share
+    """For a causal decoder of maximum length ``T = length`` (position ``n`` attends over
+    ``n`` keys, ``n = 2..T``) and one scale ``alpha > 0`` for every position: the share
     of the best mean-field gradient kept at each position,
-    ``G(alpha; t) / G(alpha*(t); t)`` with ``G`` :func:`attnscale.optimum.objective_normal`
+    ``G(alpha; n) / G(alpha*(n); n)`` with ``G`` :func:`attnscale.optimum.objective_normal`
     (standard normal scores), negative values (the mean field beyond its range)
     counted as 0. Shape ``(T - 1,)``."""
     a = v.real_above(alpha, "alpha")
@@ -106,7 +106,7 @@ def decoder_share(alpha: float, length: int) -> NDArray[np.float64]:
 
 
 def _decoder_positions(T: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Positions ``t = 2..T`` and the best mean-field gradient at each, ``G(alpha*(t); t)``."""
+    """Positions ``n = 2..T`` and the best mean-field gradient at each, ``G(alpha*(n); n)``."""
     t = np.arange(2, T + 1, dtype=float)
     return t, np.asarray(objective_normal(alpha_star_normal(t), t))
 
@@ -183,32 +183,38 @@ def mean_field_check(n: float, d: int, scores: str = "dot") -> dict[str, float]:
     return {"alpha": a, "mean_field": mean_field, "exact": exact_value, "ratio": ratio, "valid": valid, "limit": limit}
 
 
-def length_rules(n: float, n_train: float = 512) -> dict[str, float]:
-    """Chapter 8's length scaling for dot-product (normal) scores, for a model trained on
-    ``n_train`` keys at ``alpha = 1`` and run on ``n > n_train`` keys: the multiplier of the
-    trained scale under each goal. ``fixed`` (1: keeps ``H / log n`` and the gradient
-    ``alpha (1 - E sum p^2)`` close to their training values), ``entropy``
-    (:func:`~attnscale.lengthrules.alpha_constant_entropy`: keeps the exact expected
-    entropy), ``needle`` (:func:`~attnscale.lengthrules.alpha_constant_needle` with a key at
-    score :data:`NEEDLE_SCORE`: keeps its exact expected weight; NaN when no scale reaches
-    the training weight at this ``n``) and ``log_ratio``, the note's ``log n / log n_train``
-    (:func:`~attnscale.lengthrules.log512`), for comparison."""
+def length_rules(n: float, n_train: float = 512, alpha_train: float = 1.0) -> dict[str, float]:
+    """Chapter 8's length rules for dot-product (normal) scores: the scale ``alpha`` to use
+    on ``n`` keys for a model trained on ``n_train < n`` keys at scale ``alpha_train`` (1 is
+    the usual ``1/sqrt(d)``), one per goal. ``fixed``: ``alpha_train`` itself; ``entropy``:
+    the scale whose exact expected entropy at ``n`` equals that at training
+    (:func:`~attnscale.lengthrules.alpha_constant_entropy`); ``needle``: the scale that keeps
+    the exact expected weight of one key at score :data:`NEEDLE_SCORE`
+    (:func:`~attnscale.lengthrules.alpha_constant_needle`; NaN when no scale reaches the
+    training weight at this ``n``); ``log_ratio``: the note's rule,
+    ``alpha_train log n / log n_train``. What each keeps and loses is in :func:`report`."""
     length = float(v.lengths(n, "n"))
     trained = v.real_above(n_train, "n_train", 1.0)
     if trained < 2:
         raise ValueError(f"n_train must be at least 2, got {trained!r}")
     if not length > trained:
         raise ValueError(f"n must exceed n_train for a length rule, got n = {length:g} and n_train = {trained:g}")
+    a0 = v.real_above(alpha_train, "alpha_train", 0.0)
+    if a0 > 50:
+        raise ValueError(f"alpha_train must be at most 50 (the exact theory's range), got {a0!r}")
+    h0 = float(exact.expected_entropy(trained, a0))
     try:
-        needle = float(lengthrules.alpha_constant_needle(length, NEEDLE_SCORE, None, trained))
+        w0 = float(exact.needle_weight(trained, a0, NEEDLE_SCORE))
+        needle = float(lengthrules.alpha_constant_needle(length, NEEDLE_SCORE, w0, trained))
     except ValueError:  # the needle's weight peaks below its training value: no scale holds it
         needle = math.nan
     return {
-        "fixed": 1.0,
-        "entropy": float(lengthrules.alpha_constant_entropy(length, None, trained)),
+        "fixed": a0,
+        "entropy": float(lengthrules.alpha_constant_entropy(length, h0, trained)),
         "needle": needle,
-        "log_ratio": float(lengthrules.log512(length, trained)),
+        "log_ratio": a0 * float(lengthrules.log512(length, trained)),
     }
+
 
 
 _LABELS = {
@@ -219,12 +225,15 @@ _LABELS = {
 }
 
 
-def report(n: float, d: int, scores: str = "dot", n_train: float = 512) -> str:
+def report(n: float, d: int, scores: str = "dot", n_train: float = 512, alpha_train: float = 1.0) -> str:
     """The text that ``python -m attnscale recommend`` prints: the scales of :func:`recommend`,
     the mean field's validity at its optimum (:func:`mean_field_check`) and, for dot scores
-    and ``n > n_train``, the length rules of :func:`length_rules`."""
+    and ``n > n_train``, the length rules of :func:`length_rules` with what each keeps: the
+    exact expected entropy, its ratio to ``log n``, the gradient ``alpha (1 - E sum p^2)`` and
+    a planted key's weight, at training and at ``n``."""
     rows = recommend(n, d, scores)
     trained = v.real_above(n_train, "n_train", 1.0)
+    a0 = v.real_above(alpha_train, "alpha_train", 0.0)
     kind = "dot-product scores q.k/sqrt(d)" if scores == "dot" else "cosine scores cos(q, k)"
     raw = "q.k" if scores == "dot" else "cos(q, k)"
     lines = [
@@ -258,14 +267,20 @@ def report(n: float, d: int, scores: str = "dot", n_train: float = 512) -> str:
         text = f"Length scaling: n does not exceed the training length n0 = {trained:g}, so no rule applies (set --n-train)."
         lines.extend(textwrap.wrap(text, width=88))
     else:
-        rules = length_rules(n, trained)
-        needle = "out of reach (no scale keeps it)" if math.isnan(rules["needle"]) else f"{rules['needle']:.3f}"
-        lines.append(f"Length scaling (ch-entropy-invariance), trained on n0 = {trained:g} keys at the scale above,")
-        lines.append(f"run on n = {float(n):g}: multiply that scale by")
-        lines.append(f"  {rules['fixed']:.3f}  to keep H/log n and the gradient (the fixed scale)")
-        lines.append(f"  {rules['entropy']:.3f}  to keep the attention entropy H")
-        lines.append(f"  {needle}  to keep the weight of one key at score {NEEDLE_SCORE:g} (the needle)")
-        lines.append(f"  {rules['log_ratio']:.3f}  the note's log n / log n0, for comparison")
+        rules = length_rules(n, trained, a0)
+        lines.append(f"Length scaling (ch-entropy): trained on n0 = {trained:g} keys at alpha0 = {a0:g}, run on n = {float(n):g} keys;")
+        lines.append(f"exact expectations over independent normal scores, a planted key at score {NEEDLE_SCORE:g}:")
+        lines.append(f"{'':34s}{'alpha':>9s} {'E H':>8s} {'E H/log n':>10s} {'gradient':>9s} {'key weight':>11s}")
+        names = [("at training (n0, alpha0)", None), ("fixed scale", "fixed"), ("constant entropy", "entropy"),
+                 ("constant key weight", "needle"), ("the note's alpha0 log n / log n0", "log_ratio")]
+        for label, key in names:
+            a = a0 if key is None else rules[key]
+            if math.isnan(a):
+                lines.append(f"{label:34s}{'none':>9s}  (no scale keeps the key's weight at this n)")
+                continue
+            e = lengthrules.evaluate(np.array([a]), np.array([trained if key is None else float(n)]), gap=NEEDLE_SCORE)
+            lines.append(f"{label:34s}{a:9.3f} {float(e['entropy'][0]):8.3f} {float(e['entropy_ratio'][0]):10.3f} "
+                         f"{float(e['half_l1'][0]):9.3f} {float(e['needle_weight'][0]):11.4g}")
     return "\n".join(lines)
 
 
@@ -277,9 +292,10 @@ def main(argv: list[str] | None = None) -> int:
     rec.add_argument("--d", type=int, required=True, help="head dimension")
     rec.add_argument("--scores", choices=("dot", "cosine"), default="dot", help="dot-product (default) or cosine scores")
     rec.add_argument("--n-train", type=float, default=512.0, help="training length for the length rules (default 512)")
+    rec.add_argument("--alpha-train", type=float, default=1.0, help="scale used in training, as a multiple of 1/sqrt(d) (default 1)")
     args = parser.parse_args(argv)
     try:
-        print(report(args.n, args.d, args.scores, args.n_train))
+        print(report(args.n, args.d, args.scores, args.n_train, args.alpha_train))
     except (ValueError, TypeError) as err:
         parser.error(str(err))
     return 0
