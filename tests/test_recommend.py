@@ -262,3 +262,13 @@ def test_report_states_validity_and_the_length_rules():
 def test_command_line_training_length(capsys):
     assert main(["recommend", "--n", "4096", "--d", "64", "--n-train", "1024", "--alpha-train", "1.5"]) == 0
     assert capsys.readouterr().out.strip() == report(4096, 64, "dot", 1024, 1.5).strip()
+
+
+def test_mean_field_is_off_by_more_than_ten_percent_at_its_optimum_for_every_n():
+    """The README's statement: from n = 2 to 1e9 (25 lengths, log-spaced), the mean field
+    overestimates E sum p^2 at its own optimum by more than 10%, and by more as n grows."""
+    from attnscale.recommend import mean_field_check
+
+    ratios = [mean_field_check(float(n), 64)["ratio"] for n in np.geomspace(2, 1e9, 25)]
+    assert min(ratios) > 1.1 and all(b > a for a, b in zip(ratios, ratios[1:]))
+    assert "by more than 10% at every `n` from 2 to 10⁹" in (INTRO.parent / "README.md").read_text(encoding="utf-8").replace("\n", " ")
