@@ -22,7 +22,7 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-RAW_TEX = ("$$", "\\begin{", "\\frac", "\\(", "\\[")
+RAW_TEX = ("$$", "\\begin{", "\\frac", "\\(", "\\[", "\\sqrt", "\\alpha", "\\log")
 
 
 def chromium_path() -> str | None:

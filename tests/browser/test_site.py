@@ -172,13 +172,15 @@ def _luminance(css: str) -> float:
     return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
 
 
+@pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("theme", ["light", "dark"])
-def test_figures_and_table_ids_are_legible_in_both_themes(browser, base_url, theme):
+def test_figures_and_table_ids_are_legible_in_both_themes(browser, base_url, theme, width):
     """Figures are shown undimmed on white in both themes, and the register's
-    ids keep a readable contrast (WCAG ratio >= 4.5) against the page."""
+    ids keep a readable contrast (WCAG ratio >= 4.5) against the page, at a
+    desktop's and a phone's width."""
     found = {}
     for name in ("01_softmax_jacobian", "11_claims_register"):
-        page = browser.new_page()
+        page = browser.new_page(viewport={"width": width, "height": 844})
         try:
             page.goto(page_url(base_url, SITE, SITE / "chapters" / f"{name}.html"), wait_until="load")
             page.evaluate(f"document.documentElement.dataset.theme = '{theme}'")
