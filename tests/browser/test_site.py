@@ -52,7 +52,7 @@ def base_url():
         yield url
 
 
-PLACEHOLDERS = ("scale-of-attention/scale-of-attention", "executablebooks/jupyter-book", "mybinder.org/v2/gh/executablebooks")
+PLACEHOLDERS = ("scale-of-attention/scale-of-attention", "executablebooks/jupyter-book", "mybinder.org/v2/gh/executablebooks", "binder-examples/")
 
 
 def test_no_placeholder_repository_address_on_the_site():
