@@ -272,3 +272,28 @@ def test_mean_field_is_off_by_more_than_ten_percent_at_its_optimum_for_every_n()
     ratios = [mean_field_check(float(n), 64)["ratio"] for n in np.geomspace(2, 1e9, 25)]
     assert min(ratios) > 1.1 and all(b > a for a, b in zip(ratios, ratios[1:]))
     assert "by more than 10% at every `n` from 2 to 10⁹" in (INTRO.parent / "README.md").read_text(encoding="utf-8").replace("\n", " ")
+
+
+def test_intro_cosine_against_sqrt_d_times_dot_and_the_needle_gap():
+    """The introduction's two newer sentences: cosine scales at d = 128 lie 5% to 9% above
+    sqrt(128) times the dot-product ones; at n = 2^20 no scale keeps the training weight
+    (n = 512, alpha = 1) of a key at score 3 or 4, while one at score 5 can be kept."""
+    glance = " ".join(_glance().split())
+    excess = []
+    for n in (512, 4096):
+        dot, cos = _by_name(recommend(n, 128)), _by_name(recommend(n, 128, "cosine"))
+        excess += [cos[k].alpha / (math.sqrt(128) * dot[k].alpha) - 1 for k in ("mean_field", "ninety")]
+    assert f"lie {round(100 * min(excess))}% to {round(100 * max(excess))}% above" in glance
+    assert f"({_by_name(recommend(4096, 128, 'cosine'))['mean_field'].alpha:.1f} against {math.sqrt(128) * _by_name(recommend(4096, 128))['mean_field'].alpha:.1f}" in glance
+    from attnscale.lengthrules import alpha_constant_needle
+
+    grid = np.exp(np.linspace(np.log(0.05), np.log(200.0), 600))
+    for gap, reachable in ((3.0, False), (4.0, False), (5.0, True)):
+        target = float(exact.needle_weight(512.0, 1.0, gap))
+        assert (float(np.max(exact.needle_weight(2.0**20, grid, gap))) >= target) == reachable
+        if reachable:
+            assert alpha_constant_needle(2.0**20, gap) > 0
+        else:
+            with pytest.raises(ValueError):
+                alpha_constant_needle(2.0**20, gap)
+    assert "no scale keeps a key at score 4 or less" in glance
