@@ -348,9 +348,10 @@ learning rate tuned per scale, scales above the usual one did not reach the targ
 sooner.
 Mean field (ch-beyond-mean-field): at its optimum alpha = 2.008, e^(alpha^2)/n = 0.1103
 against the exact E sum p^2 = 0.04712, a ratio of 2.34, so the mean field is not valid
-there (within 10% counts as valid). At this n it stays within 10% up to alpha = 1.381.
+there (a ratio between 1/1.1 and 1.1 counts as valid). At this n it stays within a
+factor 1.1 up to alpha = 1.381.
 Length scaling: n does not exceed the training length n0 = 512, so no rule applies (set
---n-train).
+n_train, --n-train).
 """
 
 COSINE_4096_128 = """\
@@ -364,7 +365,7 @@ learning rate tuned per scale, scales above the usual one did not reach the targ
 sooner.
 Mean field (ch-beyond-mean-field): at its optimum alpha = 29.700, the mean field's sum
 p^2 = 0.08902 against the exact E sum p^2 = 0.03373, a ratio of 2.64, so the mean field
-is not valid there (within 10% counts as valid).
+is not valid there (a ratio between 1/1.1 and 1.1 counts as valid).
 Length scaling: chapter 8's rules are derived for normal scores; the book does not
 compute them for cosine scores.
 """

@@ -42,7 +42,7 @@ from .optimum import alpha_star_cosine, alpha_star_normal, collision_cosine, obj
 __all__ = ["VALID", "NEEDLE_SCORE", "Scale", "scale_at_share", "decoder_share", "decoder_best_scale", "recommend", "mean_field_check", "length_rules", "report", "main"]
 
 NINETY = 0.9  # the share of the limit that defines the "ninety" scale
-#: the mean field counts as valid while its ``E sum p^2`` is within this factor of the exact one
+#: the mean field counts as valid while its ``E sum p^2`` is within this factor of the exact one, either way
 VALID = 1.1
 #: the planted key's score in chapter 8's needle model, for :func:`length_rules`
 NEEDLE_SCORE = 5.0
@@ -183,6 +183,17 @@ def mean_field_check(n: float, d: int, scores: str = "dot") -> dict[str, float]:
     return {"alpha": a, "mean_field": mean_field, "exact": exact_value, "ratio": ratio, "valid": valid, "limit": limit}
 
 
+def _training(n_train: object, alpha_train: object) -> tuple[float, float]:
+    """The training length (a real >= 2) and scale (in ``(0, 50]``, the exact theory's range)."""
+    trained = v.real_number(n_train, "n_train")
+    if not trained >= 2:
+        raise ValueError(f"n_train must be at least 2, got {trained!r}")
+    a0 = v.real_above(alpha_train, "alpha_train", 0.0)
+    if a0 > 50:
+        raise ValueError(f"alpha_train must be at most 50 (the exact theory's range), got {a0!r}")
+    return trained, a0
+
+
 def length_rules(n: float, n_train: float = 512, alpha_train: float = 1.0) -> dict[str, float]:
     """Chapter 8's length rules for dot-product (normal) scores: the scale ``alpha`` to use
     on ``n`` keys for a model trained on ``n_train < n`` keys at scale ``alpha_train`` (1 is
@@ -194,14 +205,9 @@ def length_rules(n: float, n_train: float = 512, alpha_train: float = 1.0) -> di
     training weight at this ``n``); ``log_ratio``: the note's rule,
     ``alpha_train log n / log n_train``. What each keeps and loses is in :func:`report`."""
     length = float(v.lengths(n, "n"))
-    trained = v.real_above(n_train, "n_train", 1.0)
-    if trained < 2:
-        raise ValueError(f"n_train must be at least 2, got {trained!r}")
+    trained, a0 = _training(n_train, alpha_train)
     if not length > trained:
         raise ValueError(f"n must exceed n_train for a length rule, got n = {length:g} and n_train = {trained:g}")
-    a0 = v.real_above(alpha_train, "alpha_train", 0.0)
-    if a0 > 50:
-        raise ValueError(f"alpha_train must be at most 50 (the exact theory's range), got {a0!r}")
     h0 = float(exact.expected_entropy(trained, a0))
     try:
         w0 = float(exact.needle_weight(trained, a0, NEEDLE_SCORE))
@@ -232,8 +238,7 @@ def report(n: float, d: int, scores: str = "dot", n_train: float = 512, alpha_tr
     exact expected entropy, its ratio to ``log n``, the gradient ``alpha (1 - E sum p^2)`` and
     a planted key's weight, at training and at ``n``."""
     rows = recommend(n, d, scores)
-    trained = v.real_above(n_train, "n_train", 1.0)
-    a0 = v.real_above(alpha_train, "alpha_train", 0.0)
+    trained, a0 = _training(n_train, alpha_train)
     kind = "dot-product scores q.k/sqrt(d)" if scores == "dot" else "cosine scores cos(q, k)"
     raw = "q.k" if scores == "dot" else "cos(q, k)"
     lines = [
@@ -255,16 +260,16 @@ def report(n: float, d: int, scores: str = "dot", n_train: float = 512, alpha_tr
     text = (
         f"Mean field (ch-beyond-mean-field): at its optimum alpha = {check['alpha']:.3f}, {formula} = "
         f"{check['mean_field']:.4g} against the exact E sum p^2 = {check['exact']:.4g}, a ratio of "
-        f"{check['ratio']:.3g}, {verdict} (within {VALID - 1:.0%} counts as valid)."
+        f"{check['ratio']:.3g}, {verdict} (a ratio between 1/{VALID:g} and {VALID:g} counts as valid)."
     )
     if scores == "dot":
-        text += f" At this n it stays within {VALID - 1:.0%} up to alpha = {check['limit']:.3f}."
+        text += f" At this n it stays within a factor {VALID:g} up to alpha = {check['limit']:.3f}."
     lines.extend(textwrap.wrap(text, width=88))
     if scores != "dot":
         text = "Length scaling: chapter 8's rules are derived for normal scores; the book does not compute them for cosine scores."
         lines.extend(textwrap.wrap(text, width=88))
     elif not float(n) > trained:
-        text = f"Length scaling: n does not exceed the training length n0 = {trained:g}, so no rule applies (set --n-train)."
+        text = f"Length scaling: n does not exceed the training length n0 = {trained:g}, so no rule applies (set n_train, --n-train)."
         lines.extend(textwrap.wrap(text, width=88))
     else:
         rules = length_rules(n, trained, a0)
