@@ -94,3 +94,68 @@ def test_a_chapter_claim_keeps_its_maths_between_dollars(rec):
     assert "$" not in rest.replace(r"\$", ""), "a $ left over"
     assert not GREEK_NAME.search(rest), f"Greek name outside maths: {GREEK_NAME.search(rest).group(0)!r}"
     assert plain_maths(rest) == [], "plain-text maths outside $...$"
+
+
+# ---- note, why and a string claimed: Markdown with $...$ maths too ----------------
+# Chapter 11's page and the chapters' tables show a record's note (or why) and a
+# claimed value that is text as Markdown with $...$ maths, like chapter_claim: so
+# their maths stays between dollars, and they hold nothing else Markdown would read
+# (emphasis, code, table pipes, MyST roles). Record ids ("record su23a-large-alpha")
+# are names, not maths, and are taken out before the check.
+
+#: the fields shown as Markdown besides chapter_claim (claimed only when it is text)
+PROSE_FIELDS = ("note", "why", "claimed")
+_IDS = sorted((str(r["id"]) for r in RECORDS), key=len, reverse=True)
+_ID = re.compile(r"(?<![\w-])(?:" + "|".join(map(re.escape, _IDS)) + r")(?![\w-])")
+_ROLE = re.compile(r"\{[\w:-]+\}`")
+PLAIN_NOTE = "alpha (1 - sum p^2) = 8.75e-7 at alpha = 1e-6 (n = 8), linear in alpha."
+TYPESET_NOTE = r"$\alpha(1 - \sum_i p_i^2) = 8.75\times10^{-7}$ at $\alpha = 10^{-6}$ ($n = 8$), linear in $\alpha$ (record su23a-large-alpha)."
+
+
+def markdown_problems(text: str) -> list[str]:
+    """What keeps a note, why or claimed text from showing its maths typeset: plain-text
+    maths, a Greek name or a stray $ outside $...$, unbalanced dollars, or Markdown that
+    the renderers do not take (*, **, backticks, a table pipe, a MyST role)."""
+    problems = []
+    if unescaped_dollars(text) % 2:
+        problems.append("unbalanced $")
+    rest = _ID.sub(" ", outside_maths(text))
+    if "$" in rest:
+        problems.append("a $ outside maths")
+    for bad, what in (("*", "* outside maths"), ("`", "backtick"), ("|", "| outside maths")):
+        if bad in rest:
+            problems.append(what)
+    if _ROLE.search(text):
+        problems.append("MyST role")
+    problems += [f"plain-text maths {m!r}" for m in plain_maths(rest)]
+    return problems
+
+
+def test_the_markdown_check_flags_a_plain_maths_note():
+    assert markdown_problems(PLAIN_NOTE)
+    assert markdown_problems(TYPESET_NOTE) == []
+    assert markdown_problems("read as **holds**") and markdown_problems("see {ref}`sec-x`")
+    assert markdown_problems("costs $5") and markdown_problems("1 - |x|") and markdown_problems("`p`")
+    assert markdown_problems("the largest $\\alpha$ is $\\alpha^*$ * 2")
+    assert markdown_problems("as in record su23a-large-alpha, alpha grows")
+    assert markdown_problems(ENGLISH) == []
+
+
+@pytest.mark.parametrize("rec", RECORDS, ids=lambda r: r["id"])
+def test_a_note_why_and_claimed_text_keep_their_maths_between_dollars(rec):
+    found = {f: markdown_problems(rec[f]) for f in PROSE_FIELDS if isinstance(rec.get(f), str)}
+    assert {f: p for f, p in found.items() if p} == {}
+
+
+def test_chapter_11_states_how_many_records_are_typeset():
+    """Chapter 11's introduction gives the number of records with a chapter_claim."""
+    import json
+    from pathlib import Path
+
+    import yaml
+
+    root = Path(__file__).resolve().parents[1]
+    records = yaml.safe_load((root / "chapters" / "claims.yml").read_text(encoding="utf-8"))
+    typeset = sum("chapter_claim" in r for r in records)
+    intro = "".join(json.loads((root / "chapters" / "11_claims_register.ipynb").read_text(encoding="utf-8"))["cells"][0]["source"])
+    assert f"({typeset} of the {len(records)} records;" in " ".join(intro.split())

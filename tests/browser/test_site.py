@@ -196,15 +196,21 @@ def test_figures_and_table_ids_are_legible_in_both_themes(browser, base_url, the
     assert (lighter + 0.05) / (darker + 0.05) >= 4.5, ids
 
 
+def fields_of(r: dict) -> list[str]:
+    """The register fields chapter 11 typesets: the claim, the note and a claimed text."""
+    return [r.get("chapter_claim", ""), r.get("note") or r.get("why") or "", r["claimed"] if isinstance(r["claimed"], str) else ""]
+
+
 def test_register_filters_by_note_and_verdict(browser, base_url):
     """Chapter 11's menus show exactly the records of the chosen note and verdict
     (counted against the register itself), and hide the sections left empty; the
-    statements written with maths are typeset (one MathJax formula per $...$)."""
+    claims, notes and claimed texts written with maths are typeset (one MathJax formula
+    per $...$)."""
     records = yaml.safe_load((ROOT / "chapters" / "claims.yml").read_text())
     page = browser.new_page()
     try:
         assert load_typeset(page, page_url(base_url, SITE, SITE / "chapters" / "11_claims_register.html"))
-        formulas = sum(r["chapter_claim"].count("$") // 2 for r in records if "chapter_claim" in r)
+        formulas = sum(f.count("$") // 2 for r in records for f in fields_of(r))
         assert page.evaluate("() => document.querySelectorAll('table.claims mjx-container').length") == formulas > 0
         rows = "section.claims-source tbody tr"
         visible = f"() => [...document.querySelectorAll('{rows}')].filter(r => r.offsetParent !== null).map(r => [r.dataset.note, r.dataset.verdict])"

@@ -4,8 +4,9 @@ with menus that filter by note and by verdict, and the maths typeset.
 The page is raw HTML (the menus need ``data-`` attributes on the rows), which this
 site's MathJax skips unless an element carries the class ``mathjax_process``. The
 statement column shows a record's ``chapter_claim`` where it has one (as the chapters'
-tables do), its ``$...$`` maths turned into ``\\(...\\)`` inside such an element, and
-the plain ``statement`` otherwise; every other field is escaped as text.
+tables do) and the plain ``statement`` otherwise; that field, the note (``note`` or
+``why``) and a ``claimed`` text are Markdown with ``$...$`` maths, turned into
+``\\(...\\)`` inside such an element; every other field is escaped as text.
 """
 
 from __future__ import annotations
@@ -65,7 +66,10 @@ def _page_of(doc: str) -> str:
 
 def _rich(text: str, doc: str) -> str:
     """A ``$...$`` field as HTML: text escaped, maths as ``\\(...\\)`` for MathJax, and
-    in-chapter links ``[text](#label)`` pointing into the chapter ``doc``."""
+    in-chapter links ``[text](#label)`` pointing into the chapter ``doc``. Text without
+    maths is not marked for MathJax."""
+    if not _MATH.search(text):
+        return _links(html.escape(text), doc)
     out, last = [], 0
     for m in _MATH.finditer(text):
         out.append(_links(html.escape(text[last : m.start()]), doc))
@@ -105,12 +109,12 @@ def _row(r: dict) -> str:
     doc = r["where"]["doc"]
     name = doc.split("/")[-1]
     claim = _rich(r["chapter_claim"], doc) if "chapter_claim" in r else html.escape(r["statement"])
-    note = html.escape(r.get("note") or r.get("why") or "")
-    claimed = r["claimed"] if isinstance(r["claimed"], str) else show_value(r["claimed"])
+    note = _rich(r.get("note") or r.get("why") or "", doc)
+    claimed = _rich(r["claimed"], doc) if isinstance(r["claimed"], str) else html.escape(show_value(r["claimed"]))
     link = f'<a href="{_page_of(doc)}#{html.escape(str(r["where"]["label"]))}">{html.escape(name.split("_", 1)[-1].replace("_", " "))}</a>'
     rid = html.escape(str(r["id"]))
     return (f'<tr id="claim-{rid}" data-note="{r["source"]["file"]}" data-verdict="{r["verdict"]}"><td><code>{rid}</code></td>'
-            f'<td>{html.escape(r["source"]["place"])}</td><td>{claim}</td><td>{html.escape(str(claimed))}</td><td>{show_value(r["value"])}</td>'
+            f'<td>{html.escape(r["source"]["place"])}</td><td>{claim}</td><td>{claimed}</td><td>{show_value(r["value"])}</td>'
             f'<td style="color:{VERDICT_COLOURS[r["verdict"]]};font-weight:bold">{r["verdict"]}</td><td>{note}</td><td>{link}</td></tr>')
 
 

@@ -4,8 +4,8 @@ Each chapter shows the records whose ``where.doc`` names it, in register order,
 through :func:`chapter_table`, so a chapter cannot show a verdict the register
 does not have. A record may carry two optional Markdown fields for the chapter:
 ``chapter_claim`` (shown instead of ``statement``) and ``chapter_verdict``
-(shown instead of ``note`` or ``why``), written with ``$...$`` maths and plain
-Markdown links only: the table is a notebook output, where MyST roles do not
+(shown instead of ``note`` or ``why``). These, and ``note`` and ``why`` themselves, are
+written with ``$...$`` maths and plain Markdown links only: the table is a notebook output, where MyST roles do not
 render. The verdict word itself always comes from the record's ``verdict``.
 """
 
@@ -28,7 +28,7 @@ SOURCE_NAMES = {
 
 #: a verdict word in bold, which only chapter_table may print
 _BOLD_VERDICT = re.compile(r"\*\*\s*(holds|approximate|wrong|not checkable)", re.IGNORECASE)
-#: Markdown that plain-text fields (statement, note, place) must not trigger
+#: Markdown that plain-text fields (statement, place) must not trigger
 _PLAIN_SPECIAL = re.compile(r"([\\`*$<|])")
 #: a MyST role such as {ref}`x`, which a notebook output does not render
 _ROLE = re.compile(r"\{[a-z:]+\}`")
@@ -55,7 +55,8 @@ def _verdict_cell(rec: dict) -> str:
     if "chapter_verdict" in rec:
         text = _markdown(rec["chapter_verdict"], "chapter_verdict", rec["id"])
     else:
-        text = _plain(rec.get("note") or rec.get("why") or "")
+        note = rec.get("note") or rec.get("why") or ""
+        text = _markdown(note, "note", rec["id"]) if note else ""
     if not text:
         return word
     if text[0] in ",;":
