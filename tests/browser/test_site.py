@@ -126,17 +126,19 @@ FIGURES = """() => [...document.querySelectorAll('.cell_output img')].map(
   (i) => [new URL(i.getAttribute('src'), document.baseURI).pathname, i.getBoundingClientRect().width, i.naturalWidth])"""
 
 
-def test_figure_text_renders_at_least_ten_css_pixels(browser, base_url):
-    """At a desktop's width, every figure of every chapter shows its smallest text at
-    MIN_TEXT_PX CSS pixels or more: the height recorded in the image (its smallest
-    font in image pixels, written by attnscale.plotting.png) times the width the page
-    gives the image over its natural width, both measured here."""
+@pytest.mark.parametrize("width", WIDTHS)
+def test_figure_text_renders_at_least_ten_css_pixels(browser, base_url, width):
+    """At a desktop's and a phone's width, every figure of every chapter shows its
+    smallest text at MIN_TEXT_PX CSS pixels or more: the height recorded in the image
+    (its smallest font in image pixels, written by attnscale.plotting.png) times the
+    width the page gives the image over its natural width, both measured here. (On a
+    phone a figure keeps its natural size and scrolls inside its own box.)"""
     from urllib.parse import unquote
 
     from attnscale.plotting import MIN_TEXT_PX, TEXT_KEY, text_chunks
 
     sizes, missing = {}, []
-    page = browser.new_page(viewport={"width": WIDTHS[0], "height": 844})
+    page = browser.new_page(viewport={"width": width, "height": 844})
     try:
         for page_file in toc_pages():
             page.goto(page_url(base_url, SITE, page_file), wait_until="load")
@@ -153,7 +155,7 @@ def test_figure_text_renders_at_least_ten_css_pixels(browser, base_url):
     assert not missing, f"figures without a recorded text size (not made by attnscale.plotting.png): {missing}"
     assert len(sizes) >= 10, sizes  # the book has figures in ten chapters
     small = {k: round(v, 2) for k, v in sizes.items() if v < MIN_TEXT_PX}
-    assert not small, f"text below {MIN_TEXT_PX} CSS px at {WIDTHS[0]} px: {small}"
+    assert not small, f"text below {MIN_TEXT_PX} CSS px at {width} px: {small}"
 
 
 DARK_STYLE = """() => {
