@@ -54,6 +54,11 @@ also_copy =
     bibliography.md
     execution.md
     references.bib
+    pyproject.toml
+    requirements.txt
+    _ext/
+    binder/
+    README.md
 use_git_change_detection = false
 timeout_multiplier = 10.0
 CFG
