@@ -89,10 +89,10 @@ def png(fig: Figure) -> bytes:
     (the size it renders at when shown at its natural width), so a browser test can
     measure the size readers see from the width the page gives the image."""
     fig = _figure(fig)
-    fig.draw_without_rendering()  # makes the tick labels, so rendered_text_px sees them
-    natural = [size / min(1.0, COLUMN_PX / (fig.get_figwidth() * DPI)) for size, _ in rendered_text_px(fig)]
+    fig.draw_without_rendering()  # makes the tick labels, so _text_px sees them
+    natural = _text_px(fig)
     buffer = io.BytesIO()
-    metadata = {TEXT_KEY: f"{min(natural):.3f}"} if natural else {}
+    metadata = {TEXT_KEY: f"{natural[0][0]:.3f}"} if natural else {}
     fig.savefig(buffer, format="png", facecolor="white", dpi=DPI, metadata=metadata)
     return buffer.getvalue()
 
@@ -116,17 +116,21 @@ def text_chunks(data: bytes) -> dict[str, str]:
     return chunks
 
 
+def _text_px(fig: Figure) -> list[tuple[float, str]]:
+    """Every visible, non-empty text of a drawn figure with its height in pixels of the
+    PNG image (font size in points times DPI / 72), smallest first."""
+    sizes = [(float(t.get_fontsize()) * DPI / 72.0, t.get_text()) for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    return sorted(sizes, key=lambda pair: pair[0])
+
+
 def rendered_text_px(fig: Figure) -> list[tuple[float, str]]:
     """Every visible, non-empty text of the figure (tick labels, axis labels,
     titles, legends, annotations) with the height it renders at on the page,
     in CSS pixels, smallest first. The figure must have been drawn (as
     :func:`png` does), since tick labels are made when it is."""
     fig = _figure(fig)
-    width_px = fig.get_figwidth() * DPI
-    shrink = min(1.0, COLUMN_PX / width_px)
-    sizes = [(float(t.get_fontsize()) * DPI / 72.0 * shrink, t.get_text())
-             for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
-    return sorted(sizes, key=lambda pair: pair[0])
+    shrink = min(1.0, COLUMN_PX / (fig.get_figwidth() * DPI))
+    return [(size * shrink, label) for size, label in _text_px(fig)]
 
 
 def show_figure(fig: Figure) -> None:
