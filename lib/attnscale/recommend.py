@@ -222,7 +222,6 @@ def length_rules(n: float, n_train: float = 512, alpha_train: float = 1.0) -> di
     }
 
 
-
 _LABELS = {
     "usual": "usual scale (1/sqrt(d))",
     "mean_field": "mean-field gradient optimum",
@@ -278,14 +277,18 @@ def report(n: float, d: int, scores: str = "dot", n_train: float = 512, alpha_tr
         lines.append(f"{'':34s}{'alpha':>9s} {'E H':>8s} {'E H/log n':>10s} {'gradient':>9s} {'key weight':>11s}")
         names = [("at training (n0, alpha0)", None), ("fixed scale", "fixed"), ("constant entropy", "entropy"),
                  ("constant key weight", "needle"), ("the note's alpha0 log n / log n0", "log_ratio")]
-        for label, key in names:
-            a = a0 if key is None else rules[key]
-            if math.isnan(a):
+        alphas = np.array([a0 if key is None else rules[key] for _, key in names])
+        lengths = np.array([trained if key is None else float(n) for _, key in names])
+        ok = ~np.isnan(alphas)
+        e = lengthrules.evaluate(alphas[ok], lengths[ok], gap=NEEDLE_SCORE)  # one call for every row with a scale
+        j = 0
+        for (label, _), a, found in zip(names, alphas, ok):
+            if not found:
                 lines.append(f"{label:34s}{'none':>9s}  (no scale keeps the key's weight at this n)")
                 continue
-            e = lengthrules.evaluate(np.array([a]), np.array([trained if key is None else float(n)]), gap=NEEDLE_SCORE)
-            lines.append(f"{label:34s}{a:9.3f} {float(e['entropy'][0]):8.3f} {float(e['entropy_ratio'][0]):10.3f} "
-                         f"{float(e['half_l1'][0]):9.3f} {float(e['needle_weight'][0]):11.4g}")
+            lines.append(f"{label:34s}{a:9.3f} {float(e['entropy'][j]):8.3f} {float(e['entropy_ratio'][j]):10.3f} "
+                         f"{float(e['half_l1'][j]):9.3f} {float(e['needle_weight'][j]):11.4g}")
+            j += 1
     return "\n".join(lines)
 
 
