@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -38,10 +39,11 @@ TRIVIAL = {
 
 
 def nbval(paths: list[Path], workers: int) -> float:
-    """Wall time of one nbval run over ``paths`` (the command of ``make test-notebooks``)."""
+    """Wall time of one nbval run over ``paths`` (the command and BLAS threads of ``make test-notebooks``)."""
     cmd = [sys.executable, "-m", "pytest", "--nbval", "-q", "-p", "no:cacheprovider", "-n", str(workers), "--dist", "loadfile", *map(str, paths)]
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}  # as make test: one BLAS thread per worker
     start = time.perf_counter()
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"nbval failed:\n{done.stdout[-2000:]}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Callable
 
 import numpy as np
@@ -15,9 +16,13 @@ from ._registry import fd_jacobian, inputs, register
 PAIRS = 20000
 
 
+@lru_cache(maxsize=16)
 def _dots(seed: int, d: int, sigma: float = 1.0) -> np.ndarray:
-    """PAIRS dot products of vectors with N(0, sigma^2) coordinates."""
-    return sigma * sigma * sample_dot_products(np.random.default_rng(seed), PAIRS, d)
+    """PAIRS dot products of vectors with N(0, sigma^2) coordinates (read-only: the
+    records that share a seed and width share one sample, drawn once)."""
+    dots = sigma * sigma * sample_dot_products(np.random.default_rng(seed), PAIRS, d)
+    dots.flags.writeable = False
+    return dots
 
 
 @register
