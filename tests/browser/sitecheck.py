@@ -92,17 +92,26 @@ def visit(page, url: str, timeout_ms: int = 30_000) -> dict:
 
 def broken_links(root: Path, page_files: list[Path]) -> list[str]:
     """Internal links (and their #anchors) of the given built pages that do not resolve."""
+    # Parsing is the slow part, and most pages are both read for their links and
+    # linked to, so each file is parsed once and its soup kept for both uses.
+    soups: dict[Path, BeautifulSoup] = {}
     ids_cache: dict[Path, set[str]] = {}
+
+    def soup_of(path: Path) -> BeautifulSoup:
+        key = path.resolve()
+        if key not in soups:
+            soups[key] = BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+        return soups[key]
 
     def ids(path: Path) -> set[str]:
         if path not in ids_cache:
-            soup = BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+            soup = soup_of(path)
             ids_cache[path] = {t["id"] for t in soup.find_all(id=True)} | {t["name"] for t in soup.find_all(attrs={"name": True})}
         return ids_cache[path]
 
     bad = []
     for page in page_files:
-        soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+        soup = soup_of(page)
         for a in soup.find_all("a", href=True):
             href = a["href"]
             parsed = urlparse(href)

@@ -70,23 +70,91 @@ def _all_pages() -> list[Path]:
 
 WIDTHS = (1280, 390)  # a desktop's and a phone's
 
+# What the per-page tests measure on a loaded page: every output figure's source,
+# shown width and natural width (FIGURES), and the styles the theme test judges
+# (DARK_STYLE). They are read by the survey below, which takes them all in one visit.
+FIGURES = """() => [...document.querySelectorAll('.cell_output img')].map(
+  (i) => [new URL(i.getAttribute('src'), document.baseURI).pathname, i.getBoundingClientRect().width, i.naturalWidth])"""
+
+DARK_STYLE = """() => {
+  const img = document.querySelector('.cell_output img');
+  const code = document.querySelector('table code');
+  const style = (el) => el ? getComputedStyle(el) : null;
+  const s = style(img), c = style(code);
+  return {filter: s && s.filter, background: s && s.backgroundColor,
+          code: c && c.color, page: getComputedStyle(document.body).backgroundColor};
+}"""
+
+THEMES = ("light", "dark")
+THEME_PAGES = ("01_softmax_jacobian", "11_claims_register")  # a chapter with figures; the register's ids
+
+
+def styles_in_each_theme(page) -> dict:
+    """DARK_STYLE read with the page switched to each theme in turn. The page's
+    own theme is put back afterwards, so nothing measured later sees a change."""
+    own = page.evaluate("() => document.documentElement.dataset.theme ?? null")
+    styles = {}
+    for theme in THEMES:
+        page.evaluate(f"document.documentElement.dataset.theme = '{theme}'")
+        styles[theme] = page.evaluate(DARK_STYLE)
+    page.evaluate("(t) => { if (t === null) delete document.documentElement.dataset.theme; else document.documentElement.dataset.theme = t; }", own)
+    return styles
+
+
+def survey_page(browser, url: str, themes: bool = False) -> dict:
+    """Visit ``url`` once and gather everything the per-page tests assert on.
+
+    Loading a page and typesetting its maths is what makes this stage slow, so a
+    page is loaded once, at a desktop's width, and then narrowed to a phone's
+    (as a reader turning a tablet would). Returned:
+
+    - ``problems``: what :func:`sitecheck.visit` reports (console errors, failed
+      requests, raw or broken maths, missing images). Its listeners stay on
+      until the page closes, so anything that goes wrong while the page is
+      measured below is counted too;
+    - per width, ``layout`` (:func:`sitecheck.settled_layout`), ``figures``
+      (FIGURES, read after ``visit`` has waited for every image) and, if
+      ``themes``, ``styles`` (:func:`styles_in_each_theme`).
+    """
+    page = browser.new_page(viewport={"width": WIDTHS[0], "height": 844})
+    try:
+        found = {"problems": visit(page, url), "layout": {}, "figures": {}, "styles": {}}
+        for width in WIDTHS:
+            page.set_viewport_size({"width": width, "height": 844})
+            found["layout"][width] = settled_layout(page)
+            found["figures"][width] = page.evaluate(FIGURES)
+            if themes:
+                found["styles"][width] = styles_in_each_theme(page)
+    finally:
+        page.close()
+    return found
+
+
+@pytest.fixture(scope="module")
+def survey(browser, base_url):
+    """``survey(page_file)``: :func:`survey_page` of a built page, taken the first
+    time a test asks for that page and kept for the module's other tests, so
+    each page is loaded once however many tests look at it."""
+    surveyed: dict[Path, dict] = {}
+
+    def of(page_file: Path) -> dict:
+        if page_file not in surveyed:
+            url = page_url(base_url, SITE, page_file)
+            surveyed[page_file] = survey_page(browser, url, themes=page_file.stem in THEME_PAGES)
+        return surveyed[page_file]
+
+    return of
+
 
 @pytest.mark.parametrize("page_file", _all_pages(), ids=lambda p: p.stem)
-def test_page_reads_cleanly_at_both_widths(browser, base_url, page_file):
+def test_page_reads_cleanly_at_both_widths(survey, page_file):
     """Loaded once: no console error, failed request, raw or broken maths, or
     missing image; then at a desktop's and a phone's width, nothing scrolls
     sideways and every display equation fits the column or sits in a scroll
     box of its own."""
     assert page_file.is_file(), f"{page_file.name} is in _toc.yml but was not built"
-    page = browser.new_page(viewport={"width": WIDTHS[0], "height": 844})
-    try:
-        problems = visit(page, page_url(base_url, SITE, page_file))
-        layout = {}
-        for width in WIDTHS:
-            page.set_viewport_size({"width": width, "height": 844})
-            layout[width] = settled_layout(page)
-    finally:
-        page.close()
+    found = survey(page_file)
+    problems, layout = found["problems"], found["layout"]
     assert problems == {"console": [], "requests": [], "math": [], "images": []}, problems
     bad = {width: found for width, found in layout.items() if found["sideways"] > 1 or found["overflowing"]}
     assert not bad, bad
@@ -110,62 +178,50 @@ def test_search_finds_lambert(browser, base_url):
 
 
 def test_screenshots_for_a_person(browser, base_url):
+    """A desktop's and a phone's view of chapter 5, saved for a person to look at.
+    The page is loaded once and narrowed for the phone's picture (measured to give
+    the same picture, byte for byte, as loading it afresh at the phone's size)."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     chapter = SITE / "chapters" / "05_gaussian_scores.html"
-    for name, size in (("desktop", {"width": 1280, "height": 900}), ("phone", {"width": 390, "height": 844})):
-        page = browser.new_page(viewport=size)
-        try:
-            visit(page, page_url(base_url, SITE, chapter))
+    sizes = (("desktop", {"width": 1280, "height": 900}), ("phone", {"width": 390, "height": 844}))
+    page = browser.new_page(viewport=sizes[0][1])
+    try:
+        visit(page, page_url(base_url, SITE, chapter))
+        for name, size in sizes:
+            page.set_viewport_size(size)
+            settled_layout(page)  # waits for the reflow after the change of size
             page.screenshot(path=str(SHOTS / f"gaussian_scores_{name}.png"), full_page=False)
-        finally:
-            page.close()
-        assert (SHOTS / f"gaussian_scores_{name}.png").stat().st_size > 10_000
-
-
-FIGURES = """() => [...document.querySelectorAll('.cell_output img')].map(
-  (i) => [new URL(i.getAttribute('src'), document.baseURI).pathname, i.getBoundingClientRect().width, i.naturalWidth])"""
+            assert (SHOTS / f"gaussian_scores_{name}.png").stat().st_size > 10_000
+    finally:
+        page.close()
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_figure_text_renders_at_least_ten_css_pixels(browser, base_url, width):
+def test_figure_text_renders_at_least_ten_css_pixels(survey, width):
     """At a desktop's and a phone's width, every figure of every chapter shows its
     smallest text at MIN_TEXT_PX CSS pixels or more: the height recorded in the image
     (its smallest font in image pixels, written by attnscale.plotting.png) times the
-    width the page gives the image over its natural width, both measured here. (On a
-    phone a figure keeps its natural size and scrolls inside its own box.)"""
+    width the page gives the image over its natural width, both measured here (in the
+    shared survey of each page). (On a phone a figure keeps its natural size and
+    scrolls inside its own box.)"""
     from urllib.parse import unquote
 
     from attnscale.plotting import MIN_TEXT_PX, TEXT_KEY, text_chunks
 
     sizes, missing = {}, []
-    page = browser.new_page(viewport={"width": width, "height": 844})
-    try:
-        for page_file in toc_pages():
-            page.goto(page_url(base_url, SITE, page_file), wait_until="load")
-            for src, shown, natural in page.evaluate(FIGURES):
-                image = SITE / unquote(src).lstrip("/")
-                name = f"{page_file.stem}: {image.name}"
-                chunks = text_chunks(image.read_bytes()) if image.suffix == ".png" else {}
-                if TEXT_KEY not in chunks or not natural:
-                    missing.append(name)
-                else:
-                    sizes[name] = float(chunks[TEXT_KEY]) * shown / natural
-    finally:
-        page.close()
+    for page_file in toc_pages():
+        for src, shown, natural in survey(page_file)["figures"][width]:
+            image = SITE / unquote(src).lstrip("/")
+            name = f"{page_file.stem}: {image.name}"
+            chunks = text_chunks(image.read_bytes()) if image.suffix == ".png" else {}
+            if TEXT_KEY not in chunks or not natural:
+                missing.append(name)
+            else:
+                sizes[name] = float(chunks[TEXT_KEY]) * shown / natural
     assert not missing, f"figures without a recorded text size (not made by attnscale.plotting.png): {missing}"
     assert len(sizes) >= 10, sizes  # the book has figures in ten chapters
     small = {k: round(v, 2) for k, v in sizes.items() if v < MIN_TEXT_PX}
     assert not small, f"text below {MIN_TEXT_PX} CSS px at {width} px: {small}"
-
-
-DARK_STYLE = """() => {
-  const img = document.querySelector('.cell_output img');
-  const code = document.querySelector('table code');
-  const style = (el) => el ? getComputedStyle(el) : null;
-  const s = style(img), c = style(code);
-  return {filter: s && s.filter, background: s && s.backgroundColor,
-          code: c && c.color, page: getComputedStyle(document.body).backgroundColor};
-}"""
 
 
 def _luminance(css: str) -> float:
@@ -175,20 +231,13 @@ def _luminance(css: str) -> float:
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-@pytest.mark.parametrize("theme", ["light", "dark"])
-def test_figures_and_table_ids_are_legible_in_both_themes(browser, base_url, theme, width):
+@pytest.mark.parametrize("theme", THEMES)
+def test_figures_and_table_ids_are_legible_in_both_themes(survey, theme, width):
     """Figures are shown undimmed on white in both themes, and the register's
     ids keep a readable contrast (WCAG ratio >= 4.5) against the page, at a
-    desktop's and a phone's width."""
-    found = {}
-    for name in ("01_softmax_jacobian", "11_claims_register"):
-        page = browser.new_page(viewport={"width": width, "height": 844})
-        try:
-            page.goto(page_url(base_url, SITE, SITE / "chapters" / f"{name}.html"), wait_until="load")
-            page.evaluate(f"document.documentElement.dataset.theme = '{theme}'")
-            found[name] = page.evaluate(DARK_STYLE)
-        finally:
-            page.close()
+    desktop's and a phone's width (styles read in the shared survey of the two
+    pages, see :func:`styles_in_each_theme`)."""
+    found = {name: survey(SITE / "chapters" / f"{name}.html")["styles"][width][theme] for name in THEME_PAGES}
     figure = found["01_softmax_jacobian"]
     assert figure["filter"] in (None, "none"), figure
     if theme == "dark":
@@ -248,10 +297,13 @@ def test_the_checks_catch_a_broken_page(browser, tmp_path):
             problems = visit(page, url + "broken.html")
         finally:
             page.close()
-    assert any("\\frac" in m or "$$" in m for m in problems["math"]), problems
-    assert problems["images"] == ["missing.png"], problems
-    assert any("missing.png" in r for r in problems["requests"]), problems
-    assert any("boom" in c for c in problems["console"]), problems
+        # and the same page through survey_page, which is what the page test reads
+        surveyed = survey_page(browser, url + "broken.html")["problems"]
+    for found in (problems, surveyed):
+        assert any("\\frac" in m or "$$" in m for m in found["math"]), found
+        assert found["images"] == ["missing.png"], found
+        assert any("missing.png" in r for r in found["requests"]), found
+        assert any("boom" in c for c in found["console"]), found
     with serve(tmp_path) as url:
         page = browser.new_page(viewport={"width": 390, "height": 844})
         try:
@@ -262,14 +314,12 @@ def test_the_checks_catch_a_broken_page(browser, tmp_path):
             loose = layout_problems(page, url + "eq.html")
             (tmp_path / "boxed.html").write_text(f'<!doctype html><html><body><div style="overflow-x:auto">{equation}</div></body></html>')
             boxed = layout_problems(page, url + "boxed.html")
-            # the same measurement after a change of viewport, as the page test takes it
-            page.set_viewport_size({"width": 1280, "height": 844})
-            page.goto(url + "wide.html", wait_until="load")
-            wide_desktop = settled_layout(page)
-            page.set_viewport_size({"width": 390, "height": 844})
-            wide_resized = settled_layout(page)
         finally:
             page.close()
+        # the same measurement after a change of viewport, as the page test takes it
+        # (through survey_page: loaded at a desktop's width, then narrowed)
+        wide_layout = survey_page(browser, url + "wide.html")["layout"]
+        wide_desktop, wide_resized = wide_layout[1280], wide_layout[390]
     assert wide_desktop["sideways"] <= 1 and wide_resized["sideways"] > 400, (wide_desktop, wide_resized)
     assert wide["sideways"] > 400, wide
     assert loose["overflowing"] == ["E = mc^2"], loose
