@@ -18,7 +18,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 CHAPTERS := $(sort $(wildcard chapters/*.ipynb))
 
-.PHONY: help venv book lab pdf mutate test lint test-lib test-notebooks test-site test-browser test-portable bench timings sweep execute lock clean
+.PHONY: help venv book lab pdf mutate test lint test-lib test-notebooks test-site test-browser test-portable bench timings sweep sweep-learned execute lock clean
 
 help:
 	@echo "make book      build the site into _build/html"
@@ -30,7 +30,7 @@ help:
 	@echo "make mutate   mutation testing of the library (mutmut, about 30 min)"
 	@echo "make bench     run the benchmarks (then make execute to refresh the appendix)"
 	@echo "make timings   nbval over the chapters against the kernel-start floor, and per-chapter times"
-	@echo "make sweep     run the Part IV training sweep (about 40 min; then make execute)"
+	@echo "make sweep     run the Part IV training sweep and its learned-scale arm (about 65 min; then make execute)"
 	@echo "make clean     remove _build"
 
 venv: $(STAMP)
@@ -124,10 +124,17 @@ bench: $(STAMP)
 timings: $(STAMP)
 	$(BIN)/python tools/timings.py
 
-# The two optimisers run side by side (one core each, about 40 minutes).
+# The two optimisers run side by side (one core each, about 40 minutes), then
+# the learned-scale arm, dot and cosine scores side by side (sweep-learned).
 sweep: $(STAMP)
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m attnscale.training --optimizer adam --out chapters/data/training_adam.json & a=$$!; \
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m attnscale.training --optimizer sgd --out chapters/data/training_sgd.json & b=$$!; \
+	wait $$a; ra=$$?; wait $$b; rb=$$?; exit $$((ra | rb))
+	$(MAKE) sweep-learned
+
+sweep-learned: $(STAMP)
+	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m attnscale.training --optimizer adam --kinds dot --learn-scale --out chapters/data/training_learned_dot.json & a=$$!; \
+	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m attnscale.training --optimizer adam --kinds cosine --learn-scale --out chapters/data/training_learned_cosine.json & b=$$!; \
 	wait $$a; ra=$$?; wait $$b; rb=$$?; exit $$((ra | rb))
 
 execute: $(STAMP)

@@ -1,9 +1,11 @@
 """Training many models at once: every scale times every learning rate times
 every seed, with common random numbers (all models of a seed share their
 initial weights and see the same batches), Adam or plain SGD, held-out
-evaluation and divergence marking."""
+evaluation and divergence marking; optionally with the scale itself trained."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -51,6 +53,7 @@ def train(
     optimizer: str = "adam",
     eval_every: int = 10,
     eval_size: int = 256,
+    learn_scale: bool = False,
 ) -> dict[str, NDArray]:
     """Train ``len(alphas) * len(lrs) * seeds`` models.
 
@@ -62,6 +65,13 @@ def train(
     ``diverged_at`` (alphas, lrs, seeds) is the step at which a model's
     weights left ``[-LIMIT, LIMIT]`` (0 if never); such a model keeps its
     last weights from then on.
+
+    With ``learn_scale`` every model also trains its scale: ``alphas`` are the
+    initial scales, each model's scale is ``alpha exp(log_gain)`` with one
+    trained ``log_gain`` per model (starting at 0, updated by the same optimiser
+    and learning rate as the weights; a gain beyond ``LIMIT`` either way counts
+    as diverged), and ``scale`` (alphas, lrs, seeds, evals) records it at every
+    evaluation.
     """
     seed = v.integer_at_least(seed, "seed", 0)
     kind = _kind(kind)
@@ -74,6 +84,8 @@ def train(
     batch = v.integer_at_least(batch, "batch", 1)
     eval_every = v.integer_at_least(eval_every, "eval_every", 1)
     eval_size = v.integer_at_least(eval_size, "eval_size", 1)
+    if not isinstance(learn_scale, (bool, np.bool_)):
+        raise TypeError(f"learn_scale must be True or False, got {learn_scale!r}")
     noise = float(v.finite(noise, "noise"))
     if noise < 0:
         raise ValueError(f"noise must be >= 0, got {noise}")
@@ -84,10 +96,13 @@ def train(
     A, L = alphas.size, lrs.size
     models = A * L
     alpha = np.repeat(alphas, L)
-    lr = np.tile(lrs, A)[None, :, None, None]
+    lr_model = np.tile(lrs, A)
+    lr = lr_model[None, :, None, None]
 
     rng = np.random.default_rng(seed)
     params = init_params(rng, seeds, models, d)
+    if learn_scale:
+        params["log_gain"] = np.zeros((seeds, models))
     eval_rng = np.random.default_rng([seed, 1])
     evals = [sample_batch(eval_rng, seeds, min(batch, eval_size - i), n, d, c, noise) for i in range(0, eval_size, batch)]
     m1 = {key: np.zeros_like(val) for key, val in params.items()}
@@ -95,10 +110,12 @@ def train(
     marks = list(range(0, steps + 1, eval_every))
     if marks[-1] != steps:
         marks.append(steps)
-    curves = {key: np.empty((len(marks), seeds, models)) for key in ("loss", "accuracy", "half_l1")}
+    curves = {key: np.empty((len(marks), seeds, models)) for key in ("loss", "accuracy", "half_l1") + (("scale",) if learn_scale else ())}
 
     def record(i: int) -> None:
         curves["loss"][i], curves["accuracy"][i], curves["half_l1"][i] = _evaluate(params, evals, alpha, kind)
+        if learn_scale:
+            curves["scale"][i] = alpha * np.exp(params["log_gain"])
 
     frozen = np.zeros((seeds, models), dtype=bool)
     diverged_at = np.zeros((seeds, models))
@@ -113,8 +130,9 @@ def train(
         new = {}
         for key in params:
             g = grads[key]
+            rate = lr if g.ndim == 4 else lr_model  # weights (seeds, models, d, d); the log gain (seeds, models)
             if optimizer == "sgd":
-                new[key] = params[key] - lr * g
+                new[key] = params[key] - rate * g
                 continue
             # in place, in the same order of operations as
             # m1 = 0.9 m1 + 0.1 g, m2 = 0.999 m2 + (0.001 g) g, W - lr m1_hat / (sqrt(m2_hat) + eps)
@@ -125,21 +143,24 @@ def train(
             step = np.sqrt(m2[key] / (1 - 0.999**t))
             step += 1e-8
             np.divide(m1[key] / (1 - 0.9**t), step, out=step)
-            step *= lr
+            step *= rate
             new[key] = np.subtract(params[key], step, out=step)
         # A model whose weights leave [-LIMIT, LIMIT] has diverged: it keeps its
         # last weights (so every later evaluation stays finite) and is marked.
         # (A NaN weight fails both comparisons and counts as diverged.)
         bad = np.zeros_like(frozen)
-        for key in new:
+        for key in ("Wq", "Wk"):
             bad |= ~((new[key].max(axis=(-1, -2)) <= LIMIT) & (new[key].min(axis=(-1, -2)) >= -LIMIT))
+        if learn_scale:
+            bad |= ~(np.abs(new["log_gain"]) <= math.log(LIMIT))
         if bad.any():
             newly = bad & ~frozen
             diverged_at[newly] = t
             frozen |= bad
         if frozen.any():
             for key in params:
-                params[key] = np.where(frozen[..., None, None], params[key], new[key])
+                keep = frozen.reshape(frozen.shape + (1,) * (new[key].ndim - 2))
+                params[key] = np.where(keep, params[key], new[key])
         else:
             params = new
         if i < len(marks) and t == marks[i]:

@@ -7,7 +7,10 @@ its value ``V_j``.
 Model: ``q = W_q x``, ``k_i = W_k K_i``; the scores are ``s_i = q.k_i / sqrt(d)``
 (``kind="dot"``) or ``s_i = cos(q, k_i)`` (``kind="cosine"``);
 ``p = softmax(alpha s)``, the output is ``y = sum_i p_i V_i`` and the loss
-``|y - V_j|^2 / c``.
+``|y - V_j|^2 / c``. With a *learned scale*, ``params`` also holds ``log_gain``
+(seeds, models), a trained scalar per model, and the scale is
+``alpha exp(log_gain)`` (``log_gain = 0`` at initialisation; the logarithm keeps
+it positive, as CLIP's learned temperature does).
 
 Arrays are laid out with the seed first and the model (scale x learning rate)
 second, ``W`` of shape ``(seeds, models, d, d)`` and data of shape
@@ -80,7 +83,19 @@ def _shapes(params: dict, data: dict, alpha: ArrayLike) -> tuple[int, int, int, 
     a = v.positive(alpha, "alpha")
     if a.shape not in ((), (models,)):
         raise ValueError(f"alpha must be a scalar or one scale per model ({models}), got shape {a.shape}")
+    if "log_gain" in params:
+        gain = v.finite(params["log_gain"], "log_gain")
+        if gain.shape != (seeds, models):
+            raise ValueError(f"params log_gain must have shape (seeds={seeds}, models={models}), got {gain.shape}")
     return seeds, models, K.shape[1], K.shape[2], np.broadcast_to(a, (models,))
+
+
+def _scale(params: dict, a: NDArray) -> NDArray:
+    """The scale of every row, broadcasting against (seeds, batch, models): ``a`` (models,)
+    alone, or ``a exp(log_gain)`` of shape (seeds, 1, models) when the scale is learned."""
+    if "log_gain" not in params:
+        return a
+    return (a * np.exp(params["log_gain"]))[:, None, :]
 
 
 def forward(params: dict, data: dict, alpha: ArrayLike, kind: str = "dot") -> dict[str, NDArray]:
@@ -115,7 +130,8 @@ def _forward(params: dict, data: dict, a: NDArray, kind: str) -> dict[str, NDArr
         # qh . k_i = (W_k^T qh) . K_i, as for dot scores
         s = ((K @ (qh @ Wk).transpose(0, 2, 3, 1)) / kn).swapaxes(-1, -2)
         out.update(k=k, kn=kn, qh=qh, qn=qn)
-    p = _softmax_checked(s, a[:, None])
+    a = _scale(params, a)
+    p = _softmax_checked(s, a[..., None])
     y = p @ V  # (seeds, batch, models, c)
     diff = y - target[:, :, None, :]
     loss = np.mean(np.sum(diff * diff, axis=-1), axis=1) / c
@@ -135,7 +151,7 @@ def _score_gradient(f: dict, data: dict) -> NDArray:
     K, V = data["K"], data["V"]
     batch, c = K.shape[1], V.shape[-1]
     g_p = (2.0 * f["diff"] / (batch * c)) @ V.swapaxes(-1, -2)
-    return _vjp_checked(f["p"], g_p, f["alpha"][:, None])
+    return _vjp_checked(f["p"], g_p, f["alpha"][..., None])
 
 
 def _dot_key_sum(g_s: NDArray, K: NDArray) -> NDArray:
@@ -145,8 +161,8 @@ def _dot_key_sum(g_s: NDArray, K: NDArray) -> NDArray:
 
 def _loss_and_grads(params: dict, data: dict, alpha: ArrayLike, kind: str, *, checked: bool = False) -> tuple[dict, dict]:
     """The forward pass and the gradients of ``W_q`` and ``W_k`` (the training
-    step's work). ``checked``: the inputs are already validated and ``alpha``
-    is one scale per model (the training loop)."""
+    step's work), and of ``log_gain`` when the scale is learned. ``checked``: the
+    inputs are already validated and ``alpha`` is one scale per model (the training loop)."""
     kind = _kind(kind)
     f = _forward(params, data, np.asarray(alpha), kind) if checked else forward(params, data, alpha, kind)
     Wk = params["Wk"]
@@ -169,13 +185,19 @@ def _loss_and_grads(params: dict, data: dict, alpha: ArrayLike, kind: str, *, ch
         g_Wq = g_q.swapaxes(-1, -2) @ x[:, None]
         shrink = (k * (w * f["s"].transpose(0, 1, 3, 2) / kn)[..., None]).reshape(seeds, batch * n, models * d)
         g_Wk = qh.swapaxes(-1, -2) @ r - (shrink.swapaxes(-1, -2) @ K.reshape(seeds, batch * n, d)).reshape(seeds, models, d, d)
-    return f, {"Wq": g_Wq, "Wk": g_Wk}
+    grads = {"Wq": g_Wq, "Wk": g_Wk}
+    if "log_gain" in params:
+        # the logits are z = alpha exp(u) s, so dL/du = sum_i (dL/dz_i) z_i = sum_i (dL/ds_i) s_i,
+        # summed over the batch (g_s already carries the 1/batch of the mean loss)
+        grads["log_gain"] = np.einsum("sbmn,sbmn->sm", g_s, f["s"])
+    return f, grads
 
 
 def loss_and_grads(params: dict, data: dict, alpha: ArrayLike, kind: str = "dot") -> tuple[NDArray, dict, dict]:
-    """Per-model loss (seeds, models), the gradients of ``W_q`` and ``W_k``, and
-    diagnostics per model: accuracy (the queried key has the largest weight)
-    and the mean over rows of ``(1/2)||J||_1 = alpha (1 - sum p^2)``."""
+    """Per-model loss (seeds, models), the gradients of ``W_q`` and ``W_k`` (and of
+    ``log_gain`` when ``params`` holds it: a learned scale), and diagnostics per
+    model: accuracy (the queried key has the largest weight) and the mean over
+    rows of ``(1/2)||J||_1 = alpha (1 - sum p^2)`` at the model's scale."""
     f, grads = _loss_and_grads(params, data, alpha, kind)
     accuracy, half_l1 = _diagnostics(f["p"], data["j"], f["alpha"])
     return f["loss"], grads, {"accuracy": accuracy, "half_l1": half_l1}

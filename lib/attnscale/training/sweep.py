@@ -73,7 +73,7 @@ def _scale_indices(labels: list[str], scales: object) -> list[int]:
 
 
 def run_config(n: int, d: int, kind: str, optimizer: str = "adam", *, seed: int | None = None, scales: list[str] | None = None,
-               **overrides: Any) -> dict[str, Any]:
+               learn_scale: bool = False, **overrides: Any) -> dict[str, Any]:
     """Train one (n, d, kind) cell of the sweep with the stored settings
     (any of them overridable) and summarise it: per scale and learning rate,
     the curves; per scale, the best learning rate, steps to the target
@@ -82,7 +82,13 @@ def run_config(n: int, d: int, kind: str, optimizer: str = "adam", *, seed: int 
     ``scales`` (labels from :func:`sweep_scales`) trains only those scales.
     The models of a seed share their initial weights and batches whatever
     the scales, so the result is the full cell's, restricted to those scales
-    (see :func:`select_scales`), up to the last bits of the matrix products."""
+    (see :func:`select_scales`), up to the last bits of the matrix products.
+
+    With ``learn_scale`` the scales are trained too (see :func:`train`), starting
+    from the cell's scales; the seed is the fixed-scale cell's, so the two share
+    their initial weights and batches, and the cell adds the learned scale at
+    every rate (``final_scale_all``, (alphas, lrs, seeds)) and its path at the best
+    rate (``scale``, (alphas, seeds, evals))."""
     optimizer = _optimizer(optimizer)
     cfg = {**SWEEP, **overrides}
     labels, alphas = sweep_scales(n, d, kind)
@@ -94,10 +100,12 @@ def run_config(n: int, d: int, kind: str, optimizer: str = "adam", *, seed: int 
         seed = 1000 * n + d + (0 if kind == "dot" else 1)
     seed = v.integer_at_least(seed, "seed", 0)
     out = train(seed, n=n, d=d, kind=kind, alphas=alphas, lrs=lrs, seeds=cfg["seeds"], steps=cfg["steps"], batch=cfg["batch"],
-                noise=cfg["noise"], c=cfg["c"], optimizer=optimizer, eval_every=cfg["eval_every"], eval_size=cfg["eval_size"])
+                noise=cfg["noise"], c=cfg["c"], optimizer=optimizer, eval_every=cfg["eval_every"], eval_size=cfg["eval_size"],
+                learn_scale=learn_scale)
     best = best_lr_index(out["loss"])
     pick = np.arange(len(alphas))
     reach = steps_to_target(out["step"], out["accuracy"], cfg["target"])
+    learned = {"final_scale_all": out["scale"][..., -1], "scale": out["scale"][pick, best]} if learn_scale else {}
     return {
         "n": n, "d": d, "kind": kind, "optimizer": optimizer, "seed": seed, "labels": labels, "alphas": alphas, "lrs": list(lrs),
         "step": out["step"],
@@ -107,12 +115,15 @@ def run_config(n: int, d: int, kind: str, optimizer: str = "adam", *, seed: int 
         # each scale at its best learning rate: (alphas, seeds) and curves (alphas, seeds, evals)
         "best_lr": best, "steps_to_target": reach[pick, best], "final_loss": out["loss"][pick, best, :, -1],
         "loss": out["loss"][pick, best], "accuracy": out["accuracy"][pick, best], "half_l1": out["half_l1"][pick, best],
+        **learned,
     }
 
 
 #: the entries of a cell indexed by scale first
 _PER_SCALE = ("labels", "alphas", "loss_area", "final_loss_all", "steps_to_target_all", "diverged_at", "best_lr",
               "steps_to_target", "final_loss", "loss", "accuracy", "half_l1")
+#: and those of a cell whose scales were learned
+_LEARNED = ("final_scale_all", "scale")
 
 
 def select_scales(cell: dict[str, Any], scales: list[str]) -> dict[str, Any]:
@@ -121,7 +132,7 @@ def select_scales(cell: dict[str, Any], scales: list[str]) -> dict[str, Any]:
     cell = v.mapping(cell, "cell", _PER_SCALE)
     keep = _scale_indices(list(cell["labels"]), scales)
     out = dict(cell)
-    for key in _PER_SCALE:
+    for key in _PER_SCALE + tuple(k for k in _LEARNED if k in cell):
         val = cell[key]
         out[key] = [val[i] for i in keep] if isinstance(val, list) else np.asarray(val)[keep]
     return out
@@ -147,7 +158,7 @@ def _arrays(cell: dict) -> dict:
         if key in ("labels", "lrs", "kind", "optimizer") or not isinstance(val, list):
             out[key] = val
         else:
-            numeric = key.startswith(("steps_to_target", "loss", "final", "accuracy", "half", "alphas", "diverged"))
+            numeric = key.startswith(("steps_to_target", "loss", "final", "accuracy", "half", "alphas", "diverged", "scale"))
             out[key] = np.array(val, dtype=float) if numeric else np.array(val)
     for key in ("steps_to_target", "steps_to_target_all"):
         out[key] = np.array([np.inf if x is None else x for x in np.ravel(np.array(cell[key], dtype=object))], dtype=float).reshape(np.shape(cell[key]))
@@ -174,13 +185,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, help="where to write the JSON results")
     parser.add_argument("--ns", type=int, nargs="+", default=SWEEP["ns"])
     parser.add_argument("--ds", type=int, nargs="+", default=SWEEP["ds"])
+    parser.add_argument("--kinds", nargs="+", choices=list(KINDS), default=list(KINDS))
+    parser.add_argument("--learn-scale", action="store_true", help="train the scale too, starting from each of the cell's scales")
     args = parser.parse_args(argv)
     command = f"python -m attnscale.training --optimizer {args.optimizer} --out {args.out}"
     if (args.ns, args.ds) != (SWEEP["ns"], SWEEP["ds"]):
         command += f" --ns {' '.join(map(str, args.ns))} --ds {' '.join(map(str, args.ds))}"
+    if args.kinds != list(KINDS):
+        command += f" --kinds {' '.join(args.kinds)}"
+    if args.learn_scale:
+        command += " --learn-scale"
     result: dict[str, Any] = {
         "command": command,
         "optimizer": args.optimizer,
+        "learn_scale": args.learn_scale,
         "settings": SWEEP,
         "machine": {"python": platform.python_version(), "numpy": np.__version__, "cpus": os.cpu_count()},
         "seconds": 0,
@@ -189,11 +207,11 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    for kind in KINDS:
+    for kind in args.kinds:
         for n in args.ns:
             for d in args.ds:
                 t0 = time.perf_counter()
-                result["cells"].append(run_config(n, d, kind, args.optimizer))
+                result["cells"].append(run_config(n, d, kind, args.optimizer, learn_scale=args.learn_scale))
                 result["seconds"] = round(time.perf_counter() - started)
                 # written after every cell, so an interrupted sweep keeps what it has
                 out.write_text(json.dumps(_jsonable(result), separators=(",", ":")) + "\n")
