@@ -124,3 +124,23 @@ def test_bad_learned_scale_input_is_refused_by_name():
         loss_and_grads({**params, "log_gain": np.zeros(3)}, batch, alpha, "dot")
     with pytest.raises(ValueError, match="log_gain"):
         loss_and_grads({**params, "log_gain": np.full((2, 3), np.nan)}, batch, alpha, "dot")
+
+
+def test_a_gain_beyond_the_limit_is_frozen_and_marked():
+    """Adam at rate 20 moves the log gain past log(LIMIT) in one step while the weights
+    stay far inside LIMIT: that model is marked diverged at step 1 and keeps its last
+    (initial) scale, while its twin at a small rate trains on."""
+    out = train(0, n=4, d=4, kind="dot", alphas=[1.5], lrs=[1e-3, 20.0], seeds=2, steps=3, eval_every=1, eval_size=8, learn_scale=True)
+    np.testing.assert_array_equal(out["diverged_at"][0], [[0, 0], [1, 1]])
+    np.testing.assert_array_equal(out["scale"][0, 1], np.full((2, 4), 1.5))
+    assert np.all(out["scale"][0, 0, :, -1] != 1.5) and np.all(np.isfinite(out["loss"]))
+
+
+def test_a_model_diverging_by_its_weights_keeps_its_scale():
+    """SGD at an absurd rate sends the weights past LIMIT: the model is frozen, its
+    learned scale with it (the same at every later evaluation)."""
+    out = train(0, n=4, d=4, kind="dot", alphas=[1.0], lrs=[1e-2, 1e200], seeds=2, steps=5, eval_every=1, eval_size=8, optimizer="sgd", learn_scale=True)
+    assert np.all(out["diverged_at"][0, 1] > 0) and np.all(out["diverged_at"][0, 0] == 0)
+    at = int(out["diverged_at"][0, 1, 0])
+    frozen = out["scale"][0, 1, 0, at - 1:]
+    np.testing.assert_array_equal(frozen, np.full_like(frozen, frozen[0]))
