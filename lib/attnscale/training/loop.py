@@ -54,6 +54,8 @@ def train(
     eval_every: int = 10,
     eval_size: int = 256,
     learn_scale: bool = False,
+    weight_decay: float = 0.0,
+    return_params: bool = False,
 ) -> dict[str, NDArray]:
     """Train ``len(alphas) * len(lrs) * seeds`` models.
 
@@ -72,6 +74,15 @@ def train(
     and learning rate as the weights; a gain beyond ``LIMIT`` either way counts
     as diverged), and ``scale`` (alphas, lrs, seeds, evals) records it at every
     evaluation.
+
+    ``weight_decay`` (Adam only) makes the optimiser AdamW: decoupled decay of
+    the weights ``Wq`` and ``Wk`` (not of a learned gain), each step
+    ``W <- W (1 - lr weight_decay) - lr m1_hat / (sqrt(m2_hat) + eps)`` as in
+    PyTorch's ``AdamW``.
+
+    With ``return_params`` the result also holds ``params``: the final weights
+    (and gains), each of shape (seeds, alphas * lrs, ...), model ``a * len(lrs) + l``
+    being scale ``a`` at rate ``l``.
     """
     seed = v.integer_at_least(seed, "seed", 0)
     kind = _kind(kind)
@@ -84,8 +95,14 @@ def train(
     batch = v.integer_at_least(batch, "batch", 1)
     eval_every = v.integer_at_least(eval_every, "eval_every", 1)
     eval_size = v.integer_at_least(eval_size, "eval_size", 1)
-    if not isinstance(learn_scale, (bool, np.bool_)):
-        raise TypeError(f"learn_scale must be True or False, got {learn_scale!r}")
+    for flag, name in ((learn_scale, "learn_scale"), (return_params, "return_params")):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise TypeError(f"{name} must be True or False, got {flag!r}")
+    weight_decay = float(v.finite(weight_decay, "weight_decay"))
+    if weight_decay < 0:
+        raise ValueError(f"weight_decay must be >= 0, got {weight_decay}")
+    if weight_decay and optimizer != "adam":
+        raise ValueError(f"weight_decay is decoupled decay for Adam (AdamW); optimizer {optimizer!r} takes weight_decay=0")
     noise = float(v.finite(noise, "noise"))
     if noise < 0:
         raise ValueError(f"noise must be >= 0, got {noise}")
@@ -144,6 +161,9 @@ def train(
             step += 1e-8
             np.divide(m1[key] / (1 - 0.9**t), step, out=step)
             step *= rate
+            if weight_decay and g.ndim == 4:  # AdamW: the weights shrink by lr weight_decay first
+                new[key] = np.subtract(params[key] * (1 - rate * weight_decay), step, out=step)
+                continue
             new[key] = np.subtract(params[key], step, out=step)
         # A model whose weights leave [-LIMIT, LIMIT] has diverged: it keeps its
         # last weights (so every later evaluation stays finite) and is marked.
@@ -169,4 +189,6 @@ def train(
     result: dict[str, NDArray] = {key: val.transpose(2, 1, 0).reshape(A, L, seeds, len(marks)) for key, val in curves.items()}
     result["step"] = np.asarray(marks)
     result["diverged_at"] = diverged_at.T.reshape(A, L, seeds)
+    if return_params:
+        result["params"] = params  # type: ignore[assignment]
     return result

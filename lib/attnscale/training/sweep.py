@@ -73,7 +73,7 @@ def _scale_indices(labels: list[str], scales: object) -> list[int]:
 
 
 def run_config(n: int, d: int, kind: str, optimizer: str = "adam", *, seed: int | None = None, scales: list[str] | None = None,
-               learn_scale: bool = False, **overrides: Any) -> dict[str, Any]:
+               learn_scale: bool = False, weight_decay: float = 0.0, **overrides: Any) -> dict[str, Any]:
     """Train one (n, d, kind) cell of the sweep with the stored settings
     (any of them overridable) and summarise it: per scale and learning rate,
     the curves; per scale, the best learning rate, steps to the target
@@ -88,7 +88,10 @@ def run_config(n: int, d: int, kind: str, optimizer: str = "adam", *, seed: int 
     from the cell's scales; the seed is the fixed-scale cell's, so the two share
     their initial weights and batches, and the cell adds the learned scale at
     every rate (``final_scale_all``, (alphas, lrs, seeds)) and its path at the best
-    rate (``scale``, (alphas, seeds, evals))."""
+    rate (``scale``, (alphas, seeds, evals)).
+
+    ``weight_decay`` trains with AdamW (see :func:`train`), again from the fixed
+    cell's seed, so each AdamW run pairs with the Adam run of the same seed."""
     optimizer = _optimizer(optimizer)
     cfg = {**SWEEP, **overrides}
     labels, alphas = sweep_scales(n, d, kind)
@@ -101,13 +104,13 @@ def run_config(n: int, d: int, kind: str, optimizer: str = "adam", *, seed: int 
     seed = v.integer_at_least(seed, "seed", 0)
     out = train(seed, n=n, d=d, kind=kind, alphas=alphas, lrs=lrs, seeds=cfg["seeds"], steps=cfg["steps"], batch=cfg["batch"],
                 noise=cfg["noise"], c=cfg["c"], optimizer=optimizer, eval_every=cfg["eval_every"], eval_size=cfg["eval_size"],
-                learn_scale=learn_scale)
+                learn_scale=learn_scale, weight_decay=weight_decay)
     best = best_lr_index(out["loss"])
     pick = np.arange(len(alphas))
     reach = steps_to_target(out["step"], out["accuracy"], cfg["target"])
     learned = {"final_scale_all": out["scale"][..., -1], "scale": out["scale"][pick, best]} if learn_scale else {}
     return {
-        "n": n, "d": d, "kind": kind, "optimizer": optimizer, "seed": seed, "labels": labels, "alphas": alphas, "lrs": list(lrs),
+        "n": n, "d": d, "kind": kind, "optimizer": optimizer, "weight_decay": float(weight_decay), "seed": seed, "labels": labels, "alphas": alphas, "lrs": list(lrs),
         "step": out["step"],
         # every learning rate: (alphas, lrs, seeds)
         "loss_area": out["loss"].mean(axis=-1), "final_loss_all": out["loss"][..., -1],
@@ -187,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ds", type=int, nargs="+", default=SWEEP["ds"])
     parser.add_argument("--kinds", nargs="+", choices=list(KINDS), default=list(KINDS))
     parser.add_argument("--learn-scale", action="store_true", help="train the scale too, starting from each of the cell's scales")
+    parser.add_argument("--weight-decay", type=float, default=0.0, help="AdamW's decoupled weight decay (Adam only; default 0)")
     args = parser.parse_args(argv)
     command = f"python -m attnscale.training --optimizer {args.optimizer} --out {args.out}"
     if (args.ns, args.ds) != (SWEEP["ns"], SWEEP["ds"]):
@@ -195,10 +199,13 @@ def main(argv: list[str] | None = None) -> int:
         command += f" --kinds {' '.join(args.kinds)}"
     if args.learn_scale:
         command += " --learn-scale"
+    if args.weight_decay:
+        command += f" --weight-decay {args.weight_decay:g}"
     result: dict[str, Any] = {
         "command": command,
         "optimizer": args.optimizer,
         "learn_scale": args.learn_scale,
+        "weight_decay": args.weight_decay,
         "settings": SWEEP,
         "machine": {"python": platform.python_version(), "numpy": np.__version__, "cpus": os.cpu_count()},
         "seconds": 0,
@@ -211,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         for n in args.ns:
             for d in args.ds:
                 t0 = time.perf_counter()
-                result["cells"].append(run_config(n, d, kind, args.optimizer, learn_scale=args.learn_scale))
+                result["cells"].append(run_config(n, d, kind, args.optimizer, learn_scale=args.learn_scale, weight_decay=args.weight_decay))
                 result["seconds"] = round(time.perf_counter() - started)
                 # written after every cell, so an interrupted sweep keeps what it has
                 out.write_text(json.dumps(_jsonable(result), separators=(",", ":")) + "\n")
