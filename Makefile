@@ -3,7 +3,7 @@
 #   make test     every test: lint, library, notebooks (nbval), strict site build, browser
 #   make test-portable  the numerics-sensitive tests again under other OpenBLAS kernels
 #   make execute  re-execute every chapter in a fresh kernel and store its outputs
-#   make sweep    re-run the training sweep (and its learned-scale and AdamW arms) whose stored results Part IV loads
+#   make sweep    re-run the training sweep (and its learned-scale, AdamW and length arms) whose stored results Part IV loads
 SHELL := bash
 .SHELLFLAGS := -eo pipefail -c
 .DEFAULT_GOAL := help
@@ -18,7 +18,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 CHAPTERS := $(sort $(wildcard chapters/*.ipynb))
 
-.PHONY: help venv book lab pdf mutate test lint test-lib test-notebooks test-site test-browser test-portable bench timings sweep sweep-learned sweep-adamw execute lock clean
+.PHONY: help venv book lab pdf mutate test lint test-lib test-notebooks test-site test-browser test-portable bench timings sweep sweep-learned sweep-adamw sweep-lengths execute lock clean
 
 help:
 	@echo "make book      build the site into _build/html"
@@ -30,9 +30,10 @@ help:
 	@echo "make mutate   mutation testing of the library (mutmut, about 30 min)"
 	@echo "make bench     run the benchmarks (then make execute to refresh the appendix)"
 	@echo "make timings   nbval over the chapters against the kernel-start floor, and per-chapter times"
-	@echo "make sweep     run the Part IV training sweep, its learned-scale and AdamW arms (about 80 min; then make execute)"
+	@echo "make sweep     run the Part IV training sweep and its learned-scale, AdamW and length arms (about 85 min; then make execute)"
 	@echo "make sweep-learned  only the learned-scale arm (about 35 min on two cores)"
 	@echo "make sweep-adamw    only the AdamW arm (dot scores, weight decay 0.1; about 3 min)"
+	@echo "make sweep-lengths  only the length arm (train at n, test at 4n; about 3 min)"
 	@echo "make clean     remove _build"
 
 venv: $(STAMP)
@@ -128,13 +129,14 @@ timings: $(STAMP)
 
 # The two optimisers run side by side (one core each, about 40 minutes), then
 # the learned-scale arm, dot and cosine scores side by side (sweep-learned), then
-# the AdamW arm (sweep-adamw).
+# the AdamW arm (sweep-adamw) and the length arm (sweep-lengths).
 sweep: $(STAMP)
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m attnscale.training --optimizer adam --out chapters/data/training_adam.json & a=$$!; \
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m attnscale.training --optimizer sgd --out chapters/data/training_sgd.json & b=$$!; \
 	wait $$a; ra=$$?; wait $$b; rb=$$?; exit $$((ra | rb))
 	$(MAKE) sweep-learned
 	$(MAKE) sweep-adamw
+	$(MAKE) sweep-lengths
 
 sweep-learned: $(STAMP)
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m attnscale.training --optimizer adam --kinds dot --learn-scale --out chapters/data/training_learned_dot.json & a=$$!; \
@@ -144,6 +146,10 @@ sweep-learned: $(STAMP)
 # AdamW (decoupled weight decay 0.1) on the dot-score cells, from the Adam cells' seeds.
 sweep-adamw: $(STAMP)
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m attnscale.training --optimizer adam --kinds dot --weight-decay 0.1 --out chapters/data/training_adamw_dot.json
+
+# Train at n, test at 4n under Part III's length rules (dot scores, Adam).
+sweep-lengths: $(STAMP)
+	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m attnscale.training.lengths --out chapters/data/training_lengths.json
 
 execute: $(STAMP)
 	$(BIN)/python tools/notebooks.py $(CHAPTERS)

@@ -11,6 +11,8 @@ Submodules, one job each:
   paired tests, bootstrap intervals and stratified correlations of the analysis;
 - ``attnscale.training.sweep``: the sweep's settings, one cell's run, the
   stored results and the command ``python -m attnscale.training``;
+- ``attnscale.training.lengths``: length generalisation, training at ``n`` and
+  evaluating at ``4n`` under Part III's length rules (``make sweep-lengths``);
 - ``attnscale.training.analysis``: chapter 10's analyses (gradient check,
   identity-map ceiling, fastest scales, pooled paired comparisons, alignment at
   initialisation);
@@ -19,6 +21,7 @@ Submodules, one job each:
 """
 
 from .analysis import among_fastest, compare_arms, finite_difference_error, identity_map, initial_alignment
+from .lengths import RELATIVE, TRAINED, length_transfer, load_lengths
 from .loop import LIMIT, OPTIMIZERS, train
 from .model import KINDS, bilinear_gradient, forward, identity_alignment, init_params, loss_and_grads, sample_batch
 from .stats import (
@@ -57,6 +60,10 @@ __all__ = [
     "best_lr_index",
     "lr_exponent",
     "load_sweep",
+    "TRAINED",
+    "RELATIVE",
+    "length_transfer",
+    "load_lengths",
     "at_grid_edge",
     "final_loss_summary",
     "PairedComparison",

@@ -172,13 +172,19 @@ def _arrays(cell: dict) -> dict:
 def load_sweep(path: str | Path) -> dict[str, Any]:
     """Read stored sweep results; arrays come back as NumPy arrays and a
     target never reached as ``inf``."""
+    data = _read_results(path, "sweep")
+    data["cells"] = [_arrays(c) for c in data["cells"]]
+    return data
+
+
+def _read_results(path: object, target: str) -> dict[str, Any]:
+    """The JSON a ``make <target>`` wrote, with clear errors for a bad or missing path."""
     if not isinstance(path, (str, Path)):
         raise TypeError(f"path must be a str or Path, got {type(path).__name__}")
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"path: no stored sweep at {path}; run `make sweep` to produce it")
-    data = json.loads(path.read_text())
-    data["cells"] = [_arrays(c) for c in data["cells"]]
+        raise FileNotFoundError(f"path: no stored results at {path}; run `make {target}` to produce them")
+    data: dict[str, Any] = json.loads(path.read_text())
     return data
 
 

@@ -1,0 +1,100 @@
+"""Length generalisation (train at n, evaluate at 4n under Part III's rules): the
+rules' scales against the formulas of chapter 8, the pairing with the stored
+Adam sweep, properties of the evaluation, the stored results against the code,
+and bad input."""
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from attnscale.reproducibility import STABLE_RTOL
+from attnscale.training import SWEEP, length_transfer, load_lengths, load_sweep
+from attnscale.training.lengths import RELATIVE, TRAINED
+
+DATA = Path(__file__).resolve().parents[1] / "chapters" / "data"
+TINY = {"steps": 30, "seeds": 2, "eval_every": 10, "eval_size": 64, "grid": 5}
+
+
+@pytest.mark.parametrize("n", [16, 64, 256])
+def test_rule_scales_against_their_formulas(n):
+    """The trained and relative scales against hand formulas: Su's log_512 n, ln n; the
+    log ratio ln(4n) / ln n; YaRN's (0.1 ln 4 + 1)^2; and the mean-field invariant scale,
+    the alpha that keeps log n - alpha^2 / 2 (chapter 8) at its value for alpha = 1."""
+    assert TRAINED["1"](n) == 1.0
+    assert math.isclose(TRAINED["log512 n"](n), math.log2(n) / 9, rel_tol=1e-14)
+    assert math.isclose(TRAINED["ln n"](n), math.log(n), rel_tol=1e-14)
+    assert RELATIVE["fixed"](n, 4) == 1.0
+    assert math.isclose(RELATIVE["log ratio"](n, 4), math.log2(4 * n) / math.log2(n), rel_tol=1e-14)
+    assert math.isclose(RELATIVE["YaRN"](n, 4), (0.1 * math.log(4) + 1) ** 2, rel_tol=1e-14)
+    a = RELATIVE["mean-field invariant"](n, 4)
+    assert math.isclose(math.log(4 * n) - a**2 / 2, math.log(n) - 0.5, rel_tol=1e-14)
+
+
+def test_the_model_at_scale_one_is_the_sweeps():
+    """Trained from the dot cell's seed, the model at 1 picks the sweep's best rate and
+    ends at the sweep's final held-out losses, seed by seed (stored to six digits)."""
+    live = length_transfer(16, 32)
+    cell = next(c for c in load_sweep(DATA / "training_adam.json")["cells"] if (c["kind"], c["n"], c["d"]) == ("dot", 16, 32))
+    a = cell["labels"].index("1")
+    assert live["best_lr"][0] == cell["best_lr"][a]
+    np.testing.assert_allclose(live["final_loss"][0], cell["final_loss"][a], rtol=1e-5)
+
+
+def test_accuracy_does_not_depend_on_the_scale():
+    """Retrieval (the queried key has the largest weight) is invariant to the scale, so
+    every rule applied to one trained model gives it the same accuracy; the losses differ."""
+    out = length_transfer(8, 6, **TINY)
+    long = out["long"]["1"]
+    for rule in RELATIVE:
+        np.testing.assert_array_equal(long[rule]["accuracy"], long["fixed"]["accuracy"])
+    assert not np.allclose(long["mean-field invariant"]["loss"], long["fixed"]["loss"])
+    for label in ("log512 n", "ln n"):
+        np.testing.assert_array_equal(out["long"][label][label]["accuracy"], out["long"][label]["fixed"]["accuracy"])
+
+
+def test_oracle_scales_are_grid_points_with_finite_losses():
+    """The oracle scale is chosen on separate rows from those that report its loss, so it
+    may lose to a rule there; but it is always a point of the grid, with a finite loss."""
+    out = length_transfer(8, 6, **TINY)
+    for label in out["trained"]:
+        for length in ("short", "long"):
+            chosen = out["oracle"][label][length]["scale"]
+            assert np.all(np.isin(chosen, out["grid"]))
+            assert np.all(np.isfinite(out["oracle"][label][length]["loss"]))
+
+
+def test_stored_lengths_match_the_code():
+    """The stored results come from the current settings, every (n, d) is there, each
+    model at 1 pairs with the sweep (same best rate and final losses), and the smallest
+    cell reproduces from its seed: its losses to the stable runs' tolerance, its oracle
+    scales to one step of the grid (the argmin of nearly equal losses may move by one)."""
+    raw = json.loads((DATA / "training_lengths.json").read_text())
+    assert raw["settings"] == json.loads(json.dumps(SWEEP)) and raw["factor"] == 4
+    stored = load_lengths(DATA / "training_lengths.json")
+    sweep = {(c["n"], c["d"]): c for c in load_sweep(DATA / "training_adam.json")["cells"] if c["kind"] == "dot"}
+    assert {(c["n"], c["d"]) for c in stored["cells"]} == set(sweep)
+    for c in stored["cells"]:
+        s = sweep[(c["n"], c["d"])]
+        a = s["labels"].index("1")
+        assert c["best_lr"][0] == s["best_lr"][a]
+        np.testing.assert_allclose(c["final_loss"][0], s["final_loss"][a], rtol=1e-5)
+    first = next(c for c in stored["cells"] if (c["n"], c["d"]) == (16, 32))
+    live = length_transfer(16, 32)
+    step = first["grid"][1] / first["grid"][0]
+    for label in first["trained"]:
+        np.testing.assert_allclose(live["short"][label]["loss"], first["short"][label]["loss"], rtol=STABLE_RTOL)
+        for rule, got in live["long"][label].items():
+            np.testing.assert_allclose(got["loss"], first["long"][label][rule]["loss"], rtol=STABLE_RTOL)
+        for length in ("short", "long"):
+            ratio = live["oracle"][label][length]["scale"] / first["oracle"][label][length]["scale"]
+            assert np.all((ratio < step * 1.001) & (ratio > 1 / (step * 1.001))), (label, length, ratio)
+
+
+def test_bad_input_is_refused_by_name():
+    with pytest.raises(ValueError, match="factor"):
+        length_transfer(8, 6, factor=1, **TINY)
+    with pytest.raises(FileNotFoundError, match="sweep-lengths"):
+        load_lengths("/no/such/file.json")
