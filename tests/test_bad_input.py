@@ -229,6 +229,8 @@ SPECS: dict[str, tuple[dict, dict]] = {
     "training.loss_table": ({"tests": _tests, "holm_p": _holm}, {"tests": [None, {}, {"k": 1}], "holm_p": [None, {}]}),
     "training.load_sweep": ({"path": lambda: __import__("attnscale.training").training.DATA / "training_adam.json"}, {"path": [None, 3.0, "/no/such/sweep.json"]}),
     "training.load_lengths": ({"path": lambda: __import__("attnscale.training").training.DATA / "training_lengths.json"}, {"path": [None, 3.0, "/no/such/lengths.json"]}),
+    "training.held_out_sets": ({"seed": 0, "n": 8, "d": 4, "factor": 4, "eval_size": 4, "cfg": {"seeds": 1, "batch": 4, "c": 2, "noise": 1.0}},
+                               {"seed": [NAN, "s", -1], "n": COUNT + [1], "d": COUNT + [1], "factor": COUNT + [1], "eval_size": COUNT, "cfg": [None, {}, NAN]}),
     "training.length_transfer": ({"n": 8, "d": 4, "steps": 1, "seeds": 1, "eval_every": 1, "eval_size": 4, "grid": 3},
                                  {"n": COUNT + [1], "d": COUNT + [1], "factor": COUNT + [1], "seed": [NAN, "s", -1], "eval_size": COUNT, "grid": COUNT + [1]}),
 }

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from attnscale.reproducibility import STABLE_RTOL
-from attnscale.training import SWEEP, length_transfer, load_lengths, load_sweep
-from attnscale.training.lengths import RELATIVE, TRAINED
+from attnscale.training import SWEEP, forward, init_params, length_transfer, load_lengths, load_sweep, sample_batch
+from attnscale.training.lengths import MEASURES, RELATIVE, TRAINED, _measure, held_out_sets
 
 DATA = Path(__file__).resolve().parents[1] / "chapters" / "data"
 TINY = {"steps": 30, "seeds": 2, "eval_every": 10, "eval_size": 64, "grid": 5}
@@ -41,6 +41,54 @@ def test_the_model_at_scale_one_is_the_sweeps():
     a = cell["labels"].index("1")
     assert live["best_lr"][0] == cell["best_lr"][a]
     np.testing.assert_allclose(live["final_loss"][0], cell["final_loss"][a], rtol=1e-5)
+
+
+def test_the_chosen_weights_give_the_training_runs_final_losses():
+    """The weights each model is evaluated with are the ones its final losses came from:
+    evaluated again on the training run's held-out set, they give those losses to rounding
+    (a wrong model index, or the wrong learning rate, would not)."""
+    out = length_transfer(8, 6, **TINY)
+    np.testing.assert_allclose(out["final_loss_again"], out["final_loss"], rtol=1e-12)
+    assert len(set(np.round(out["final_loss"][:, 0], 12))) == 3  # three different models
+
+
+def test_held_out_sets_are_distinct_and_drawn_in_order():
+    """The rows that choose the oracle's scale are never the rows that report it."""
+    cfg = {**SWEEP, "seeds": 2}
+    sets = held_out_sets(3, 8, 6, 4, 64, cfg)
+    assert [len(sets[k]) for k in ("short", "long", "choose_long", "choose_short")] == [2, 2, 2, 2]
+    assert sets["short"][0]["K"].shape[2] == 8 and sets["long"][0]["K"].shape[2] == 32
+    assert not np.array_equal(sets["short"][0]["K"], sets["choose_short"][0]["K"])
+    assert not np.array_equal(sets["long"][0]["K"], sets["choose_long"][0]["K"])
+    again = held_out_sets(3, 8, 6, 4, 64, cfg)
+    np.testing.assert_array_equal(again["choose_long"][1]["x"], sets["choose_long"][1]["x"])
+
+
+def test_measures_against_the_forward_pass_and_the_expected_loss():
+    """The measures against the public forward pass (the weight on the queried key and
+    sum p^2 read off its p, the spread of alpha s), and the identity behind them: averaged
+    over fresh values the loss of a row is 1 - 2 p_j + sum_i p_i^2 (Monte Carlo over
+    4000 draws of the values, within four standard errors)."""
+    rng = np.random.default_rng(9)
+    weights = init_params(rng, 2, 1, 6)
+    weights["Wq"] = weights["Wq"] + rng.standard_normal(weights["Wq"].shape)  # a model that attends
+    rows = [sample_batch(rng, 2, 16, 10, 6)]
+    scales = np.array([0.5, 2.0, 6.0])
+    got = _measure(weights, 0, scales, rows)
+    for i, a in enumerate(scales):
+        f = forward({k: w[:, :1] for k, w in weights.items()}, rows[0], a, "dot")
+        p = f["p"][:, :, 0]  # (seeds, batch, n)
+        on_key = p[np.arange(2)[:, None], np.arange(16)[None, :], rows[0]["j"]]
+        np.testing.assert_allclose(got["weight"][:, i], on_key.mean(axis=1), rtol=1e-12)
+        np.testing.assert_allclose(got["concentration"][:, i], (p * p).sum(axis=-1).mean(axis=1), rtol=1e-12)
+        np.testing.assert_allclose(got["loss"][:, i], f["loss"][:, 0], rtol=1e-12)
+        np.testing.assert_allclose(got["spread"][:, i], (a * f["s"][:, :, 0]).std(axis=-1).mean(axis=1), rtol=1e-12)
+        values = rng.standard_normal((4000, 2, 16, 10, 8))
+        y = np.einsum("sbn,tsbnc->tsbc", p, values)
+        target = np.take_along_axis(values, rows[0]["j"][None, :, :, None, None], axis=3)[:, :, :, 0]
+        loss = ((y - target) ** 2).mean(axis=-1).mean(axis=-1)  # (draws, seeds)
+        expected = 1 - 2 * got["weight"][:, i] + got["concentration"][:, i]
+        assert np.all(np.abs(loss.mean(axis=0) - expected) < 4 * loss.std(axis=0, ddof=1) / np.sqrt(4000))
 
 
 def test_accuracy_does_not_depend_on_the_scale():
@@ -85,9 +133,12 @@ def test_stored_lengths_match_the_code():
     live = length_transfer(16, 32)
     step = first["grid"][1] / first["grid"][0]
     for label in first["trained"]:
-        np.testing.assert_allclose(live["short"][label]["loss"], first["short"][label]["loss"], rtol=STABLE_RTOL)
-        for rule, got in live["long"][label].items():
-            np.testing.assert_allclose(got["loss"], first["long"][label][rule]["loss"], rtol=STABLE_RTOL)
+        for key in MEASURES:
+            np.testing.assert_allclose(live["short"][label][key], first["short"][label][key], rtol=STABLE_RTOL)
+            for rule, got in live["long"][label].items():
+                np.testing.assert_allclose(got[key], first["long"][label][rule][key], rtol=STABLE_RTOL)
+    for rule, got in live["calibrated"].items():
+        np.testing.assert_allclose(got, first["calibrated"][rule], rtol=STABLE_RTOL)
         for length in ("short", "long"):
             ratio = live["oracle"][label][length]["scale"] / first["oracle"][label][length]["scale"]
             assert np.all((ratio < step * 1.001) & (ratio > 1 / (step * 1.001))), (label, length, ratio)

@@ -21,7 +21,6 @@ Submodules, one job each:
 """
 
 from .analysis import among_fastest, compare_arms, finite_difference_error, identity_map, initial_alignment
-from .lengths import RELATIVE, TRAINED, length_transfer, load_lengths
 from .loop import LIMIT, OPTIMIZERS, train
 from .model import KINDS, bilinear_gradient, forward, identity_alignment, init_params, loss_and_grads, sample_batch
 from .stats import (
@@ -62,6 +61,8 @@ __all__ = [
     "load_sweep",
     "TRAINED",
     "RELATIVE",
+    "MEASURES",
+    "held_out_sets",
     "length_transfer",
     "load_lengths",
     "at_grid_edge",
@@ -87,3 +88,15 @@ __all__ = [
     "speed_table",
     "loss_table",
 ]
+
+#: the length arm's names, imported on first use so that ``python -m attnscale.training.lengths``
+#: runs the module fresh (an eager import here would make runpy warn)
+_LENGTHS = ("MEASURES", "RELATIVE", "TRAINED", "held_out_sets", "length_transfer", "load_lengths")
+
+
+def __getattr__(name: str) -> object:
+    if name in _LENGTHS:
+        from . import lengths
+
+        return getattr(lengths, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -35,12 +35,12 @@ from numpy.typing import NDArray
 
 from .. import _validate as v
 from .. import lengthrules
-from .loop import _evaluate, train
-from .model import sample_batch
+from .loop import train
+from .model import _forward, sample_batch
 from .stats import best_lr_index
 from .sweep import SWEEP, _jsonable, _read_results
 
-__all__ = ["TRAINED", "RELATIVE", "length_transfer", "load_lengths", "main"]
+__all__ = ["TRAINED", "RELATIVE", "MEASURES", "held_out_sets", "length_transfer", "load_lengths", "main"]
 
 #: the scales the three models are trained at, as functions of the training length
 #: (Part III's rules from :mod:`attnscale.lengthrules`)
@@ -56,11 +56,42 @@ def _held_out(rng: np.random.Generator, seeds: int, size: int, n: int, d: int, c
     return [sample_batch(rng, seeds, min(cfg["batch"], size - i), n, d, cfg["c"], cfg["noise"]) for i in range(0, size, cfg["batch"])]
 
 
-def _at_scales(weights: dict, model: int, scales: NDArray, rows: list[dict]) -> tuple[NDArray, NDArray]:
-    """Held-out loss and accuracy (seeds, scales) of one trained model evaluated at several scales."""
+def held_out_sets(seed: int, n: int, d: int, factor: int, eval_size: int, cfg: dict) -> dict[str, list[dict]]:
+    """The four held-out sets of a cell, drawn in this order from ``default_rng([seed, 2])``:
+    ``short`` and ``long`` report every rule and the oracle, ``choose_long`` and
+    ``choose_short`` choose the oracle's scale (never the rows that report it)."""
+    rng = np.random.default_rng([v.integer_at_least(seed, "seed", 0), 2])
+    n, d = v.integer_at_least(n, "n", 2), v.integer_at_least(d, "d", 2)
+    factor, eval_size = v.integer_at_least(factor, "factor", 2), v.integer_at_least(eval_size, "eval_size", 1)
+    cfg = v.mapping(cfg, "cfg", ("seeds", "batch", "c", "noise"))
+    short = _held_out(rng, cfg["seeds"], eval_size, n, d, cfg)
+    long = _held_out(rng, cfg["seeds"], eval_size, factor * n, d, cfg)
+    choose_long = _held_out(rng, cfg["seeds"], eval_size, factor * n, d, cfg)
+    choose_short = _held_out(rng, cfg["seeds"], eval_size, n, d, cfg)
+    return {"short": short, "long": long, "choose_long": choose_long, "choose_short": choose_short}
+
+
+#: what :func:`_measure` reports per seed and scale
+MEASURES = ("loss", "accuracy", "weight", "concentration", "spread")
+
+
+def _measure(weights: dict, model: int, scales: NDArray, rows: list[dict]) -> dict[str, NDArray]:
+    """One trained model at several scales, (seeds, scales) each: the held-out ``loss``, the
+    ``accuracy`` (queried key on top), the mean ``weight`` on the queried key, the mean
+    ``concentration`` sum_i p_i^2 (averaged over values, the loss is 1 - 2 weight +
+    concentration), and the ``spread``, the mean over rows of the logits' standard deviation."""
     copies = {key: np.repeat(w[:, model : model + 1], scales.size, axis=1) for key, w in weights.items() if key in ("Wq", "Wk")}
-    loss, accuracy, _ = _evaluate(copies, rows, scales, "dot")
-    return loss, accuracy
+    parts: dict[str, list] = {key: [] for key in MEASURES}
+    for chunk in rows:
+        f = _forward(copies, chunk, scales, "dot")
+        p = f["p"]  # (seeds, batch, scales, n)
+        on_key = np.take_along_axis(p, np.broadcast_to(chunk["j"][:, :, None, None], p.shape[:-1] + (1,)), axis=-1)[..., 0]
+        parts["loss"].append(f["loss"])
+        parts["accuracy"].append(np.mean(np.argmax(p, axis=-1) == chunk["j"][..., None], axis=1))
+        parts["weight"].append(on_key.mean(axis=1))
+        parts["concentration"].append(np.sum(p * p, axis=-1).mean(axis=1))
+        parts["spread"].append((f["s"] * scales[None, None, :, None]).std(axis=-1).mean(axis=1))
+    return {key: np.mean(val, axis=0) for key, val in parts.items()}
 
 
 def length_transfer(n: int, d: int, *, factor: int = 4, seed: int | None = None, eval_size: int = 256,
@@ -72,12 +103,15 @@ def length_transfer(n: int, d: int, *, factor: int = 4, seed: int | None = None,
     Returns ``trained`` (labels), ``alphas`` (their training scales), ``best_lr``
     (one index per model into ``lrs``), ``final_loss`` (seeds,) per model from the
     training run's own held-out set (the sweep's ``final_loss``), and per model
-    ``short`` and ``long``: dicts of ``loss`` and ``accuracy`` (seeds,) under each rule
+    ``final_loss_again`` the same losses recomputed from the chosen models' weights, and per model
+    ``short`` and ``long``: dicts of the :data:`MEASURES` (seeds,) under each rule
     (each model's own absolute rule and its training scale kept, ``fixed``; for the model
     at 1 the relative rules, of which ``fixed`` is one);
     ``oracle``: per model, at each length (``short``, ``long``), per seed, the best
     ``scale`` on a grid of ``grid`` values from 0.05 to 20 (chosen on one held-out
-    set) and its ``loss`` on another (the set that reports the rules), and ``grid`` itself."""
+    set) and its ``loss`` on another (the set that reports the rules), and ``grid`` itself;
+    ``calibrated``: for the model at 1, the loss at the long length when each relative rule
+    multiplies that seed's best scale at the short length instead of 1."""
     n = v.integer_at_least(n, "n", 2)
     d = v.integer_at_least(d, "d", 2)
     factor = v.integer_at_least(factor, "factor", 2)
@@ -95,34 +129,39 @@ def length_transfer(n: int, d: int, *, factor: int = 4, seed: int | None = None,
                 return_params=True)
     best = best_lr_index(out["loss"])
     models = [a * len(lrs) + int(best[a]) for a in range(len(labels))]
-    rng = np.random.default_rng([seed, 2])
-    short_rows = _held_out(rng, cfg["seeds"], eval_size, n, d, cfg)
-    long_rows = _held_out(rng, cfg["seeds"], eval_size, factor * n, d, cfg)
-    choose_rows = _held_out(rng, cfg["seeds"], eval_size, factor * n, d, cfg)
-    choose_short = _held_out(rng, cfg["seeds"], eval_size, n, d, cfg)
+    rows = held_out_sets(seed, n, d, factor, eval_size, cfg)
+    # the training run's own held-out set, drawn again: the chosen weights must give its final losses
+    train_rows = _held_out(np.random.default_rng([seed, 1]), cfg["seeds"], cfg["eval_size"], n, d, cfg)
     candidates = np.geomspace(0.05, 20.0, grid)
     weights = cast(dict, out["params"])
     short: dict[str, Any] = {}
     long: dict[str, Any] = {}
     oracle: dict[str, Any] = {}
+    final_again = np.empty((len(labels), cfg["seeds"]))
+    calibrated: dict[str, Any] = {}
     for a, label in enumerate(labels):
+        final_again[a] = _measure(weights, models[a], np.array([alphas[a]]), train_rows)["loss"][:, 0]
         rules = {label: TRAINED[label](factor * n), "fixed": alphas[a]}  # its rule, and its training scale kept
         if label == "1":
             rules = {rule: f(n, factor) for rule, f in RELATIVE.items()}
         scales = np.array(list(rules.values()))
-        loss, accuracy = _at_scales(weights, models[a], np.array([alphas[a]]), short_rows)
-        short[label] = {"loss": loss[:, 0], "accuracy": accuracy[:, 0]}
-        loss, accuracy = _at_scales(weights, models[a], scales, long_rows)
-        long[label] = {rule: {"loss": loss[:, i], "accuracy": accuracy[:, i]} for i, rule in enumerate(rules)}
+        short[label] = {key: val[:, 0] for key, val in _measure(weights, models[a], np.array([alphas[a]]), rows["short"]).items()}
+        at_long = _measure(weights, models[a], scales, rows["long"])
+        long[label] = {rule: {key: val[:, i] for key, val in at_long.items()} for i, rule in enumerate(rules)}
         oracle[label] = {}
-        for length, choose, report in (("short", choose_short, short_rows), ("long", choose_rows, long_rows)):
-            chosen = candidates[np.argmin(_at_scales(weights, models[a], candidates, choose)[0], axis=1)]  # (seeds,)
-            loss = np.array([_at_scales({k: w[s : s + 1] for k, w in weights.items()}, models[a], chosen[s : s + 1], rows)[0][0, 0]
-                             for s, rows in enumerate(_per_seed(report, cfg["seeds"]))])
+        for length, choose, report in (("short", rows["choose_short"], rows["short"]), ("long", rows["choose_long"], rows["long"])):
+            chosen = candidates[np.argmin(_measure(weights, models[a], candidates, choose)["loss"], axis=1)]  # (seeds,)
+            loss = np.array([_measure({k: w[s : s + 1] for k, w in weights.items()}, models[a], chosen[s : s + 1], seed_rows)["loss"][0, 0]
+                             for s, seed_rows in enumerate(_per_seed(report, cfg["seeds"]))])
             oracle[label][length] = {"scale": chosen, "loss": loss}
+        if label == "1":
+            # each seed's best scale at n, carried to factor * n by each relative rule (a calibrated start)
+            base = oracle[label]["short"]["scale"]
+            calibrated = {rule: np.array([_measure({k: w[s : s + 1] for k, w in weights.items()}, models[a], np.array([base[s] * f(n, factor)]), seed_rows)["loss"][0, 0]
+                                          for s, seed_rows in enumerate(_per_seed(rows["long"], cfg["seeds"]))]) for rule, f in RELATIVE.items()}
     return {"n": n, "d": d, "factor": factor, "seed": seed, "trained": labels, "alphas": alphas, "lrs": list(lrs), "best_lr": best,
-            "final_loss": out["loss"][np.arange(len(labels)), best, :, -1], "short": short, "long": long, "oracle": oracle,
-            "grid": candidates}
+            "final_loss": out["loss"][np.arange(len(labels)), best, :, -1], "final_loss_again": final_again,
+            "short": short, "long": long, "oracle": oracle, "calibrated": calibrated, "grid": candidates}
 
 
 def _per_seed(rows: list[dict], seeds: int) -> list[list[dict]]:
