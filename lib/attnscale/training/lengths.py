@@ -46,7 +46,7 @@ __all__ = ["TRAINED", "RELATIVE", "MEASURES", "held_out_sets", "length_transfer"
 #: (Part III's rules from :mod:`attnscale.lengthrules`)
 TRAINED = {"1": lambda n: float(lengthrules.fixed(n)), "log512 n": lambda n: float(lengthrules.log512(n)),
            "ln n": lambda n: float(lengthrules.chiang_cholak(n))}
-#: the relative rules applied to the model trained at 1: the scale at ``r`` times the training length ``n``
+#: the relative rules applied to the model trained at 1, each giving the scale at ``r`` times the training length ``n``
 RELATIVE = {"fixed": lambda n, r: float(lengthrules.fixed(r * n)), "log ratio": lambda n, r: float(lengthrules.log512(r * n, base=n)),
             "YaRN": lambda n, r: float(lengthrules.yarn(r * n, n_train=n)),
             "mean-field invariant": lambda n, r: math.sqrt(1.0 + 2.0 * math.log(r))}  # ch. 8's sqrt(alpha_0^2 + 2 ln(n / n_0)), alpha_0 = 1
@@ -71,7 +71,7 @@ def held_out_sets(seed: int, n: int, d: int, factor: int, eval_size: int, cfg: d
     return {"short": short, "long": long, "choose_long": choose_long, "choose_short": choose_short}
 
 
-#: what :func:`_measure` reports per seed and scale
+#: what the evaluation of :func:`length_transfer` reports per seed and scale
 MEASURES = ("loss", "accuracy", "weight", "concentration", "spread")
 
 
