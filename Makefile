@@ -32,7 +32,7 @@ help:
 	@echo "make timings   nbval over the chapters against the kernel-start floor, and per-chapter times"
 	@echo "make sweep     run the Part IV training sweep and its learned-scale, AdamW and length arms (about 85 min; then make execute)"
 	@echo "make sweep-learned  only the learned-scale arm (about 35 min on two cores)"
-	@echo "make sweep-adamw    only the AdamW arm (dot scores, weight decay 0.1; about 3 min)"
+	@echo "make sweep-adamw    only the AdamW arm (dot scores, weight decay 0.1, then 0.01 and 1; about 6 min)"
 	@echo "make sweep-lengths  only the length arm (train at n, test at 4n; about 3 min)"
 	@echo "make clean     remove _build"
 
@@ -143,9 +143,13 @@ sweep-learned: $(STAMP)
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m attnscale.training --optimizer adam --kinds cosine --learn-scale --out chapters/data/training_learned_cosine.json & b=$$!; \
 	wait $$a; ra=$$?; wait $$b; rb=$$?; exit $$((ra | rb))
 
-# AdamW (decoupled weight decay 0.1) on the dot-score cells, from the Adam cells' seeds.
+# AdamW on the dot-score cells, from the Adam cells' seeds: decay 0.1 (the arm), then
+# 0.01 and 1 side by side (the grid of decays).
 sweep-adamw: $(STAMP)
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m attnscale.training --optimizer adam --kinds dot --weight-decay 0.1 --out chapters/data/training_adamw_dot.json
+	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m attnscale.training --optimizer adam --kinds dot --weight-decay 0.01 --out chapters/data/training_adamw_dot_wd0.01.json & a=$$!; \
+	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m attnscale.training --optimizer adam --kinds dot --weight-decay 1 --out chapters/data/training_adamw_dot_wd1.json & b=$$!; \
+	wait $$a; ra=$$?; wait $$b; rb=$$?; exit $$((ra | rb))
 
 # Train at n, test at 4n under Part III's length rules (dot scores, Adam).
 sweep-lengths: $(STAMP)

@@ -80,6 +80,21 @@ def test_stored_adamw_sweep_matches_the_code():
     assert same.reproduces, same
 
 
+@pytest.mark.parametrize(("name", "decay"), [("training_adamw_dot_wd0.01.json", 0.01), ("training_adamw_dot_wd1.json", 1.0)])
+def test_stored_decay_grid_pairs_with_adam(name, decay):
+    """The grid of decays: current settings, every dot cell, each paired with its Adam cell
+    (same seed, equal held-out losses at step 0)."""
+    raw = json.loads((DATA / name).read_text())
+    assert raw["settings"] == json.loads(json.dumps(SWEEP)) and raw["weight_decay"] == decay
+    adam = {(c["n"], c["d"]): c for c in load_sweep(DATA / "training_adam.json")["cells"] if c["kind"] == "dot"}
+    cells = load_sweep(DATA / name)["cells"]
+    assert {(c["n"], c["d"]) for c in cells} == set(adam)
+    for c in cells:
+        a = adam[(c["n"], c["d"])]
+        assert c["seed"] == a["seed"] and c["weight_decay"] == decay
+        np.testing.assert_allclose(c["loss"][..., 0], a["loss"][..., 0], rtol=1e-5)
+
+
 def test_weight_decay_is_refused_for_sgd_and_when_negative():
     with pytest.raises(ValueError, match="weight_decay"):
         train(0, steps=1, optimizer="sgd", weight_decay=0.1, **SMALL)
