@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import _validate as v
-from .loop import _optimizer
+from .loop import _held_out_rows, _optimizer
 from .model import _kind, bilinear_gradient, forward, identity_alignment, init_params, loss_and_grads, sample_batch
 from .stats import PairedComparison, at_grid_edge, paired_comparison
 from .sweep import SWEEP
@@ -147,12 +147,11 @@ def initial_alignment(cell: dict[str, Any]) -> tuple[NDArray[np.float64], NDArra
     rng = np.random.default_rng(cell["seed"])
     params = init_params(rng, S["seeds"], alphas.size, cell["d"])
     first = identity_alignment(bilinear_gradient(params, sample_batch(rng, S["seeds"], S["batch"], cell["n"], cell["d"], S["c"], S["noise"]), alphas)).T
-    held_out = np.random.default_rng([cell["seed"], 1])
-    chunks = S["eval_size"] // S["batch"]
+    rows = _held_out_rows(np.random.default_rng([cell["seed"], 1]), S["seeds"], S["eval_size"], S["batch"], cell["n"], cell["d"], S["c"], S["noise"])
+    chunks = len(rows)
     G: NDArray | float = 0.0
     loss: NDArray | float = 0.0
-    for _ in range(chunks):
-        batch = sample_batch(held_out, S["seeds"], S["batch"], cell["n"], cell["d"], S["c"], S["noise"])
+    for batch in rows:
         g, p = bilinear_gradient(params, batch, alphas, with_weights=True)
         G = G + g / chunks
         y = p @ batch["V"]  # (seeds, batch, scales, c)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import time
@@ -35,8 +34,9 @@ from numpy.typing import NDArray
 
 from .. import _validate as v
 from .. import lengthrules
-from .loop import train
-from .model import _forward, sample_batch
+from ..entropy import alpha_for_mean_field_entropy
+from .loop import _held_out_rows, train
+from .model import _forward
 from .stats import best_lr_index
 from .sweep import SWEEP, _jsonable, _read_results
 
@@ -49,11 +49,11 @@ TRAINED = {"1": lambda n: float(lengthrules.fixed(n)), "log512 n": lambda n: flo
 #: the relative rules applied to the model trained at 1, each giving the scale at ``r`` times the training length ``n``
 RELATIVE = {"fixed": lambda n, r: float(lengthrules.fixed(r * n)), "log ratio": lambda n, r: float(lengthrules.log512(r * n, base=n)),
             "YaRN": lambda n, r: float(lengthrules.yarn(r * n, n_train=n)),
-            "mean-field invariant": lambda n, r: math.sqrt(1.0 + 2.0 * math.log(r))}  # ch. 8's sqrt(alpha_0^2 + 2 ln(n / n_0)), alpha_0 = 1
+            "mean-field invariant": lambda n, r: float(alpha_for_mean_field_entropy(r * n, n_train=n))}  # ch. 8's sqrt(1 + 2 ln r)
 
 
 def _held_out(rng: np.random.Generator, seeds: int, size: int, n: int, d: int, cfg: dict) -> list[dict]:
-    return [sample_batch(rng, seeds, min(cfg["batch"], size - i), n, d, cfg["c"], cfg["noise"]) for i in range(0, size, cfg["batch"])]
+    return _held_out_rows(rng, seeds, size, cfg["batch"], n, d, cfg["c"], cfg["noise"])
 
 
 def held_out_sets(seed: int, n: int, d: int, factor: int, eval_size: int, cfg: dict) -> dict[str, list[dict]]:
@@ -151,21 +151,25 @@ def length_transfer(n: int, d: int, *, factor: int = 4, seed: int | None = None,
         oracle[label] = {}
         for length, choose, report in (("short", rows["choose_short"], rows["short"]), ("long", rows["choose_long"], rows["long"])):
             chosen = candidates[np.argmin(_measure(weights, models[a], candidates, choose)["loss"], axis=1)]  # (seeds,)
-            loss = np.array([_measure({k: w[s : s + 1] for k, w in weights.items()}, models[a], chosen[s : s + 1], seed_rows)["loss"][0, 0]
-                             for s, seed_rows in enumerate(_per_seed(report, cfg["seeds"]))])
-            oracle[label][length] = {"scale": chosen, "loss": loss}
+            oracle[label][length] = {"scale": chosen, "loss": _loss_per_seed(weights, models[a], chosen, report)}
         if label == "1":
             # each seed's best scale at n, carried to factor * n by each relative rule (a calibrated start)
             base = oracle[label]["short"]["scale"]
-            calibrated = {rule: np.array([_measure({k: w[s : s + 1] for k, w in weights.items()}, models[a], np.array([base[s] * f(n, factor)]), seed_rows)["loss"][0, 0]
-                                          for s, seed_rows in enumerate(_per_seed(rows["long"], cfg["seeds"]))]) for rule, f in RELATIVE.items()}
+            calibrated = {rule: _loss_per_seed(weights, models[a], base * f(n, factor), rows["long"]) for rule, f in RELATIVE.items()}
     return {"n": n, "d": d, "factor": factor, "seed": seed, "trained": labels, "alphas": alphas, "lrs": list(lrs), "best_lr": best,
             "final_loss": out["loss"][np.arange(len(labels)), best, :, -1], "final_loss_again": final_again,
             "short": short, "long": long, "oracle": oracle, "calibrated": calibrated, "grid": candidates}
 
 
-def _per_seed(rows: list[dict], seeds: int) -> list[list[dict]]:
-    return [[{key: val[s : s + 1] for key, val in chunk.items()} for chunk in rows] for s in range(seeds)]
+def _loss_per_seed(weights: dict, model: int, scales: NDArray, rows: list[dict]) -> NDArray:
+    """The held-out loss of one trained model, seed ``s`` evaluated at ``scales[s]`` on its own rows."""
+    return np.array([_measure(_one_seed(weights, s), model, scales[s : s + 1], [_one_seed(chunk, s) for chunk in rows])["loss"][0, 0]
+                     for s in range(len(scales))])
+
+
+def _one_seed(part: dict, s: int) -> dict:
+    """Seed ``s`` of a dict of per-seed arrays (weights or a chunk of rows), its seed axis kept."""
+    return {key: val[s : s + 1] for key, val in part.items()}
 
 
 def _arrays(x: Any) -> Any:

@@ -26,6 +26,12 @@ def _optimizer(optimizer: object) -> str:
     return str(optimizer)
 
 
+def _held_out_rows(rng: np.random.Generator, seeds: int, size: int, batch: int, n: int, d: int, c: int, noise: float) -> list[dict]:
+    """``size`` held-out examples per seed, drawn from ``rng`` in chunks of ``batch`` (as
+    :func:`train` draws its evaluation set from ``default_rng([seed, 1])``)."""
+    return [sample_batch(rng, seeds, min(batch, size - i), n, d, c, noise) for i in range(0, size, batch)]
+
+
 def _evaluate(params: dict, evals: list[dict], alpha: NDArray, kind: str) -> tuple[NDArray, NDArray, NDArray]:
     loss, acc, l1 = [], [], []
     for chunk in evals:
@@ -121,7 +127,7 @@ def train(
     if learn_scale:
         params["log_gain"] = np.zeros((seeds, models))
     eval_rng = np.random.default_rng([seed, 1])
-    evals = [sample_batch(eval_rng, seeds, min(batch, eval_size - i), n, d, c, noise) for i in range(0, eval_size, batch)]
+    evals = _held_out_rows(eval_rng, seeds, eval_size, batch, n, d, c, noise)
     m1 = {key: np.zeros_like(val) for key, val in params.items()}
     m2 = {key: np.zeros_like(val) for key, val in params.items()}
     marks = list(range(0, steps + 1, eval_every))
@@ -161,10 +167,9 @@ def train(
             step += 1e-8
             np.divide(m1[key] / (1 - 0.9**t), step, out=step)
             step *= rate
-            if weight_decay and g.ndim == 4:  # AdamW: the weights shrink by lr weight_decay first
-                new[key] = np.subtract(params[key] * (1 - rate * weight_decay), step, out=step)
-                continue
-            new[key] = np.subtract(params[key], step, out=step)
+            # AdamW: the weights (not a learned gain) shrink by lr weight_decay first
+            start = params[key] * (1 - rate * weight_decay) if weight_decay and g.ndim == 4 else params[key]
+            new[key] = np.subtract(start, step, out=step)
         # A model whose weights leave [-LIMIT, LIMIT] has diverged: it keeps its
         # last weights (so every later evaluation stays finite) and is marked.
         # (A NaN weight fails both comparisons and counts as diverged.)
