@@ -146,8 +146,11 @@ def n_for_alpha_normal(alpha: ArrayLike) -> NDArray[np.float64] | float:
 
 
 def _frobenius_foc(x: float, n: float) -> float:
-    u = np.exp(x)
-    return (1.0 + u / n - 2.0 * u * (u / n)) + x * (1.0 + 2.0 * u / n - 6.0 * u * (u / n))
+    # 1 + u/n - 2 u^2/n written as ((n - 1) - (u - 1))/n - 2 (u/n)(u - 1): near n = 1 and x = 0
+    # each piece is small and exact to a few ulp (n - 1 is exact there), so the sign is right
+    em = np.expm1(x)
+    w = (1.0 + em) / n
+    return ((n - 1.0) - em) / n - 2.0 * w * em + x * (1.0 + 2.0 * w - 6.0 * (1.0 + em) * w)
 
 
 def alpha_star_frobenius_normal(n: ArrayLike) -> NDArray[np.float64] | float:
@@ -159,14 +162,18 @@ def alpha_star_frobenius_normal(n: ArrayLike) -> NDArray[np.float64] | float:
     ``u / n``, is ``(1 + u/n - 2 u^2/n) + x (1 + 2 u/n - 6 u^2/n) = 0``. The left side is
     ``1 - 1/n > 0`` at ``x = 0`` and ``-x (2 + u/n) < 0`` where the bracket vanishes
     (``u = (1 + sqrt(1 + 8 n)) / 4``, the largest ``x`` at which the mean-field norm is
-    real), so Brent's method on that bracket finds the root: to a few ulp for ``n >= 1.1``
-    (against 80-digit mpmath); closer to 1 the bracket's terms cancel (relative error
-    about 1e-12 at ``n = 1.0001`` and 1e-9 at ``n = 1 + 1e-7``). Element-wise over ``n > 1``.
+    real), so Brent's method on that bracket finds the root. Near ``n = 1`` and ``x = 0`` both
+    the condition and the bracket are written without cancellation (in ``n - 1``,
+    ``expm1(x)`` and ``log1p``), so the root is good to a few ulp (against 80-digit mpmath)
+    for every ``n > 1``, from ``1 + eps`` to the largest float. Element-wise.
     """
     m = v.lengths(n)
     out = np.empty(m.shape)
     for idx, length in np.ndenumerate(m):
-        upper = np.log((1.0 + np.sqrt(8.0) * np.sqrt(length) * np.sqrt(1.0 + 0.125 / length)) / 4.0)  # no overflow of 8 n
+        # log u with u = (1 + sqrt(1 + 8n)) / 4 = 1 + 2 (n - 1) / (sqrt(1 + 8n) + 3): log1p of the excess,
+        # so the bound stays above 0 for n = 1 + eps, and sqrt(8n) taken apart so that 8n never overflows
+        root = np.sqrt(8.0) * np.sqrt(length) * np.sqrt(1.0 + 0.125 / length)
+        upper = np.log1p((length - 1.0) / (0.5 * (root + 3.0)))
         x = brentq(_frobenius_foc, 0.0, upper, args=(length,), xtol=1e-300, rtol=4.0 * np.finfo(float).eps)
         out[idx] = np.sqrt(x)
     return v.scalar_or_array(out)
