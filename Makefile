@@ -122,7 +122,8 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench.py
 	$(BIN)/python bench/bench_exact.py
 
-# The test loop against its floor: nbval over trivial notebooks (kernel starts) and over
+# The test loop against its floors: nbval over trivial notebooks (kernel starts), over notebooks
+# that only import the stack, and over
 # the chapters, and the per-chapter times recorded by make execute. Nothing asserts them.
 timings: $(STAMP)
 	$(BIN)/python tools/timings.py

@@ -4,8 +4,10 @@ Prints, on this machine:
 
 1. the *kernel-start floor*: nbval over as many trivial notebooks (one cell, ``1 + 1``)
    as the book has chapters, with the same command and workers as ``make test``;
-2. nbval over the chapters themselves, and its ratio to the floor;
-3. each chapter's own execution time as recorded by ``make execute``
+2. the same with the imports every chapter makes (NumPy, SciPy, SymPy, Matplotlib and
+   attnscale) in that one cell: the part of a chapter's time no faster numerics can remove;
+3. nbval over the chapters themselves, and its ratio to both floors;
+4. each chapter's own execution time as recorded by ``make execute``
    (``chapters/data/execution.json``), slowest first.
 
 Each nbval run is timed once, after a warm-up run of the floor (imports, caches);
@@ -37,6 +39,10 @@ TRIVIAL = {
     "nbformat_minor": 5,
 }
 
+#: what the first cell of a chapter imports (the heaviest of them: chapter 10's)
+IMPORTS = ("import math\nimport numpy as np\nimport sympy as sp\nimport mpmath\nimport scipy.stats, scipy.integrate, scipy.optimize\n"
+           "import matplotlib.pyplot as plt\nimport attnscale, attnscale.exact, attnscale.plotting, attnscale.training\n1 + 1")
+
 
 def nbval(paths: list[Path], workers: int) -> float:
     """Wall time of one nbval run over ``paths`` (the command and BLAS threads of ``make test-notebooks``)."""
@@ -58,16 +64,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeat < 1 or args.workers < 1:
         parser.error("--repeat and --workers must be at least 1")
     with tempfile.TemporaryDirectory() as tmp:
-        trivial = []
+        trivial, importing = [], []
+        with_imports = json.loads(json.dumps(TRIVIAL))
+        with_imports["cells"][0]["source"] = IMPORTS.splitlines(keepends=True)
         for k in range(len(CHAPTERS)):
-            path = Path(tmp) / f"trivial_{k:02d}.ipynb"
-            path.write_text(json.dumps(TRIVIAL))
-            trivial.append(path)
-        nbval(trivial[:2], args.workers)  # warm-up
+            for notebook, paths, stem in ((TRIVIAL, trivial, "trivial"), (with_imports, importing, "imports")):
+                path = Path(tmp) / f"{stem}_{k:02d}.ipynb"
+                path.write_text(json.dumps(notebook))
+                paths.append(path)
+        nbval(importing[:2], args.workers)  # warm-up (imports, caches)
         floor = statistics.median(nbval(trivial, args.workers) for _ in range(args.repeat))
+        floor_imports = statistics.median(nbval(importing, args.workers) for _ in range(args.repeat))
     book = statistics.median(nbval(CHAPTERS, args.workers) for _ in range(args.repeat))
     print(f"nbval, {len(CHAPTERS)} trivial notebooks (kernel-start floor): {floor:6.1f} s")
-    print(f"nbval, the {len(CHAPTERS)} chapters:                       {book:6.1f} s  ({book / floor:.1f} x the floor)")
+    print(f"nbval, {len(CHAPTERS)} notebooks that only import the stack:   {floor_imports:6.1f} s")
+    print(f"nbval, the {len(CHAPTERS)} chapters:                       {book:6.1f} s  "
+          f"({book / floor:.1f} x the kernel-start floor, {book / floor_imports:.1f} x the import floor)")
     recorded = json.loads((ROOT / "chapters" / "data" / "execution.json").read_text())
     print("\nper chapter, as recorded by make execute (one kernel each):")
     for name, entry in sorted(recorded.items(), key=lambda kv: -kv[1]["seconds"]):
