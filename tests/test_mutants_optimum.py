@@ -10,6 +10,7 @@ and the bracketing guard, which real inputs do not reach.
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 
@@ -154,3 +155,70 @@ def test_alpha_star_cosine_shrinking_gives_up_with_its_message(monkeypatch):
     with pytest.raises(ValueError, match=r"^could not bracket the optimum: n too close to 1$"):
         alpha_star_cosine(10.0, 4.0)
     assert len(calls) == 1 + 400
+
+
+def _illinois_by_hand(s, hi0, iterations=60):
+    """The documented search written out for one scalar: double hi from hi0 until h(hi) > 0,
+    halve lo until h(lo) < 0, then Illinois regula falsi in log(alpha) (the value kept at an
+    end that survives twice in a row is halved), stopping when the bracket is below
+    4e-16 max(1, |log hi|) or h hits 0. Returns every alpha at which h is evaluated."""
+    seen = []
+
+    def h(a):
+        seen.append(a)
+        return s(a)
+
+    hi = lo = hi0
+    while h(hi) <= 0:
+        lo, hi = hi, 2.0 * hi
+    while h(lo) >= 0:
+        hi, lo = lo, lo / 2.0
+    xl, xh = math.log(lo), math.log(hi)
+    fl, fh = h(lo), h(hi)
+    side = 0
+    for _ in range(iterations):
+        x = xh - fh * (xh - xl) / (fh - fl)
+        if not xl < x < xh:
+            x = 0.5 * (xl + xh)
+        f = h(math.exp(x))
+        if f > 0:
+            xh, fh = x, f
+            if side == 1:
+                fl *= 0.5
+            side = 1
+        else:
+            xl, fl = x, f
+            if side == -1:
+                fh *= 0.5
+            side = -1
+        if xh - xl <= 4e-16 * max(1.0, abs(xh)) or f == 0:
+            break
+    return seen
+
+
+@pytest.mark.parametrize("shape", ["log", "curved", "concave", "steep"])
+def test_alpha_star_cosine_follows_the_illinois_search_step_by_step(monkeypatch, shape):
+    """With a stand-in moment ratio (h = s(alpha)), the points at which alpha_star_cosine
+    evaluates h are those of the documented search written out here for one scalar: the same
+    bracket, then the same Illinois steps (its end-value halving, the bisection fallback, the
+    stopping rule), in the same number. A change to the Illinois bookkeeping that still
+    converges, only more slowly, changes this sequence."""
+    s = {"log": lambda a: np.log(a / 5.0),
+         "curved": lambda a: np.log(a / 5.0) + 0.8 * np.log(a / 5.0) ** 2,
+         "concave": lambda a: np.log(a / 5.0) - 0.8 * np.log(a / 5.0) ** 2,
+         "steep": lambda a: np.expm1(3.0 * np.log(a / 40.0))}[shape]
+    calls = []
+
+    def terms(a, d):
+        calls.append(np.array(a, copy=True))
+        return np.log(10.0) + s(a), np.zeros_like(a)
+
+    monkeypatch.setattr(optimum, "_cosine_terms", terms)
+    got = alpha_star_cosine(10.0, 4.0)
+    seen = [float(c[0]) for c in calls]
+    # h as the code forms it from the stand-in: (log n + s) + log1p(0) - log n, rounding included
+    expected = _illinois_by_hand(lambda a: float((np.log(10.0) + s(np.array([a]))[0]) + 0.0 - np.log(10.0)), seen[0])
+    assert len(seen) == len(expected)
+    np.testing.assert_allclose(seen, expected, rtol=1e-13)
+    root = {"log": 5.0, "curved": 5.0, "concave": 5.0, "steep": 40.0}[shape]
+    assert got == pytest.approx(root, rel=1e-14)
