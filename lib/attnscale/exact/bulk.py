@@ -156,9 +156,11 @@ def expected_sum_p2_shared_query(n: ArrayLike, alpha: ArrayLike, d: int) -> Out:
     quadrature in ``t`` for ``d`` from 1 to 32, ``n`` 1e9 and 1e15, ``alpha`` from 1 to 5,
     where the step without the last term was worst).
     ``alpha`` times the largest ``R`` on the grid must stay within the supported
-    maximum of :func:`expected_sum_p2`; larger ``alpha`` is refused by name. (For cosine scores no such correction is needed:
-    given ``q``, the cosines with independent uniformly random keys have the same law
-    for every ``q`` by rotational invariance, so they are exactly i.i.d.)
+    maximum of :func:`expected_sum_p2`; larger ``alpha`` is refused by name.
+
+    (For cosine scores no such correction is needed: given ``q``, the cosines with
+    independent uniformly random keys have the same law for every ``q`` by rotational
+    invariance, so they are exactly i.i.d.)
     """
     d_ = _dimension(d, 1)
     n_, a_ = np.broadcast_arrays(_lengths(n), _scales(alpha))
