@@ -131,7 +131,7 @@ def _stand_in(monkeypatch, s):
     calls = []
 
     def terms(a, d):
-        calls.append(a.size)
+        calls.append(np.array(a, copy=True))  # the scales h is evaluated at, one array per call
         return np.log(10.0) + s(a), np.zeros_like(a)
 
     monkeypatch.setattr(optimum, "_cosine_terms", terms)
@@ -207,13 +207,7 @@ def test_alpha_star_cosine_follows_the_illinois_search_step_by_step(monkeypatch,
          "curved": lambda a: np.log(a / 5.0) + 0.8 * np.log(a / 5.0) ** 2,
          "concave": lambda a: np.log(a / 5.0) - 0.8 * np.log(a / 5.0) ** 2,
          "steep": lambda a: np.expm1(3.0 * np.log(a / 40.0))}[shape]
-    calls = []
-
-    def terms(a, d):
-        calls.append(np.array(a, copy=True))
-        return np.log(10.0) + s(a), np.zeros_like(a)
-
-    monkeypatch.setattr(optimum, "_cosine_terms", terms)
+    calls = _stand_in(monkeypatch, s)
     got = alpha_star_cosine(10.0, 4.0)
     seen = [float(c[0]) for c in calls]
     # h as the code forms it from the stand-in: (log n + s) + log1p(0) - log n, rounding included

@@ -149,8 +149,9 @@ def _frobenius_foc(x: float, n: float) -> float:
     # 1 + u/n - 2 u^2/n written as ((n - 1) - (u - 1))/n - 2 (u/n)(u - 1): near n = 1 and x = 0
     # each piece is small and exact to a few ulp (n - 1 is exact there), so the sign is right
     em = np.expm1(x)
-    w = (1.0 + em) / n
-    return ((n - 1.0) - em) / n - 2.0 * w * em + x * (1.0 + 2.0 * w - 6.0 * (1.0 + em) * w)
+    u = 1.0 + em
+    w = u / n
+    return ((n - 1.0) - em) / n - 2.0 * w * em + x * (1.0 + 2.0 * w - 6.0 * u * w)
 
 
 def alpha_star_frobenius_normal(n: ArrayLike) -> NDArray[np.float64] | float:

@@ -36,7 +36,7 @@ from .. import _validate as v
 from .. import lengthrules
 from ..entropy import alpha_for_mean_field_entropy
 from .loop import _held_out_rows, train
-from .model import _forward
+from .model import _accuracy, _forward
 from .stats import best_lr_index
 from .sweep import SWEEP, _jsonable, _read_results
 
@@ -87,7 +87,7 @@ def _measure(weights: dict, model: int, scales: NDArray, rows: list[dict]) -> di
         p = f["p"]  # (seeds, batch, scales, n)
         on_key = np.take_along_axis(p, np.broadcast_to(chunk["j"][:, :, None, None], p.shape[:-1] + (1,)), axis=-1)[..., 0]
         parts["loss"].append(f["loss"])
-        parts["accuracy"].append(np.mean(np.argmax(p, axis=-1) == chunk["j"][..., None], axis=1))
+        parts["accuracy"].append(_accuracy(p, chunk["j"]))
         parts["weight"].append(on_key.mean(axis=1))
         parts["concentration"].append(np.sum(p * p, axis=-1).mean(axis=1))
         parts["spread"].append((f["s"] * scales[None, None, :, None]).std(axis=-1).mean(axis=1))

@@ -139,10 +139,14 @@ def _forward(params: dict, data: dict, a: NDArray, kind: str) -> dict[str, NDArr
     return out
 
 
+def _accuracy(p: NDArray, j: NDArray) -> NDArray:
+    """Per model: the share of rows whose largest weight is on the queried key ``j``."""
+    return np.mean(np.argmax(p, axis=-1) == j[..., None], axis=1)
+
+
 def _diagnostics(p: NDArray, j: NDArray, alpha: NDArray) -> tuple[NDArray, NDArray]:
-    """Per model: the share of rows whose largest weight is on the queried key,
-    and the mean over rows of ``(1/2)||J||_1 = alpha (1 - sum p^2)``."""
-    return np.mean(np.argmax(p, axis=-1) == j[..., None], axis=1), np.mean(gradient_l1(p, alpha), axis=1)
+    """Per model: :func:`_accuracy`, and the mean over rows of ``(1/2)||J||_1 = alpha (1 - sum p^2)``."""
+    return _accuracy(p, j), np.mean(gradient_l1(p, alpha), axis=1)
 
 
 def _score_gradient(f: dict, data: dict) -> NDArray:
