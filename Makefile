@@ -18,7 +18,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 CHAPTERS := $(sort $(wildcard chapters/*.ipynb))
 
-.PHONY: help venv book lab pdf mutate test lint test-lib test-notebooks test-site test-browser test-portable bench timings sweep sweep-learned sweep-adamw sweep-lengths execute lock clean
+.PHONY: help venv book lab pdf mutate test lint test-lib test-notebooks test-site test-browser test-portable bench timings sweep sweep-main sweep-learned sweep-adamw sweep-lengths execute lock clean
 
 help:
 	@echo "make book      build the site into _build/html"
@@ -128,33 +128,26 @@ bench: $(STAMP)
 timings: $(STAMP)
 	$(BIN)/python tools/timings.py
 
-# The two optimisers run side by side (one core each, about 40 minutes), then
-# the learned-scale arm, dot and cosine scores side by side (sweep-learned), then
-# the AdamW arm (sweep-adamw) and the length arm (sweep-lengths).
+# Every cell of the sweep and its arms as one job each, on two worker processes
+# (one BLAS thread each), longest first; each result file is written when its
+# last cell is done. The sweep-* targets run one arm each.
+SWEEP_RUN := OPENBLAS_NUM_THREADS=1 $(BIN)/python -m attnscale.training --jobs 2
 sweep: $(STAMP)
-	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m attnscale.training --optimizer adam --out chapters/data/training_adam.json & a=$$!; \
-	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m attnscale.training --optimizer sgd --out chapters/data/training_sgd.json & b=$$!; \
-	wait $$a; ra=$$?; wait $$b; rb=$$?; exit $$((ra | rb))
-	$(MAKE) sweep-learned
-	$(MAKE) sweep-adamw
-	$(MAKE) sweep-lengths
+	$(SWEEP_RUN)
+
+sweep-main: $(STAMP)
+	$(SWEEP_RUN) --arms main
 
 sweep-learned: $(STAMP)
-	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m attnscale.training --optimizer adam --kinds dot --learn-scale --out chapters/data/training_learned_dot.json & a=$$!; \
-	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m attnscale.training --optimizer adam --kinds cosine --learn-scale --out chapters/data/training_learned_cosine.json & b=$$!; \
-	wait $$a; ra=$$?; wait $$b; rb=$$?; exit $$((ra | rb))
+	$(SWEEP_RUN) --arms learned
 
-# AdamW on the dot-score cells, from the Adam cells' seeds: decay 0.1 (the arm), then
-# 0.01 and 1 side by side (the grid of decays).
+# AdamW on the dot-score cells, from the Adam cells' seeds: decay 0.1 (the arm), 0.01 and 1 (the grid of decays).
 sweep-adamw: $(STAMP)
-	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m attnscale.training --optimizer adam --kinds dot --weight-decay 0.1 --out chapters/data/training_adamw_dot.json
-	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m attnscale.training --optimizer adam --kinds dot --weight-decay 0.01 --out chapters/data/training_adamw_dot_wd0.01.json & a=$$!; \
-	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m attnscale.training --optimizer adam --kinds dot --weight-decay 1 --out chapters/data/training_adamw_dot_wd1.json & b=$$!; \
-	wait $$a; ra=$$?; wait $$b; rb=$$?; exit $$((ra | rb))
+	$(SWEEP_RUN) --arms adamw
 
 # Train at n, test at 4n under Part III's length rules (dot scores, Adam).
 sweep-lengths: $(STAMP)
-	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m attnscale.training.lengths --out chapters/data/training_lengths.json
+	$(SWEEP_RUN) --arms lengths
 
 execute: $(STAMP)
 	$(BIN)/python tools/notebooks.py $(CHAPTERS)

@@ -48,6 +48,7 @@ from scipy.special import ive, lambertw
 from attnscale import training as tr
 from attnscale.montecarlo import collision_and_gradient
 from attnscale.optimum import alpha_star_cosine, alpha_star_normal
+from attnscale.training.model import _loss_and_grads
 
 for _name, _value in _saved_threads.items():
     if _value is None:
@@ -332,7 +333,8 @@ def matmul_step(params, data, alpha, kind):
 
 
 TRAINING_SIDES = {
-    "library": lambda params, data, alpha, kind: tr.loss_and_grads(params, data, alpha, kind)[1],
+    # the training loop's own step (the inputs checked once, cosine batches in pieces)
+    "library": lambda params, data, alpha, kind: _loss_and_grads(params, data, alpha, kind, checked=True)[1],
     "einsum": lambda params, data, alpha, kind: straightforward_step(params, data, alpha, kind),
     "einsum_optimize": lambda params, data, alpha, kind: straightforward_step(params, data, alpha, kind, optimize=True),
     "matmul": matmul_step,
@@ -341,9 +343,9 @@ TRAINING_SIDES = {
 
 def training_problem(kind: str, n: int):
     """The sweep's largest cells at length ``n``: d = 64, batches of 32, five seeds,
-    every scale and Adam learning rate of the sweep as models."""
+    every scale of the sweep at each of its window's learning rates as models."""
     _, alphas = tr.sweep_scales(256, 64, kind)
-    alpha = np.repeat(alphas, len(tr.SWEEP["lrs"]["adam"]))
+    alpha = np.repeat(alphas, tr.SWEEP["rates"][kind])
     rng = np.random.default_rng(0)
     params = tr.init_params(rng, 5, alpha.size, 64)
     params = {key: w + 0.05 * rng.standard_normal(w.shape) for key, w in params.items()}
@@ -353,7 +355,7 @@ def training_problem(kind: str, n: int):
 
 def bench_training() -> dict:
     """One gradient step of the sweep's largest cells (n = 256, d = 64, five
-    seeds, every scale and learning rate of Adam as models), every side timed
+    seeds, every scale and learning rate of its window as models), every side timed
     at n = 32 to 256 for the growth of time with n."""
     lengths = [32, 64, 128, 256]
     out = {}

@@ -215,7 +215,7 @@ def test_stored_sweep_matches_the_code(optimizer):
     path = DATA / f"training_{optimizer}.json"
     raw = json.loads(path.read_text())
     assert raw["settings"] == json.loads(json.dumps(SWEEP))
-    assert raw["optimizer"] == optimizer and raw["command"].startswith(f"python -m attnscale.training --optimizer {optimizer} ")
+    assert raw["optimizer"] == optimizer and raw["command"].startswith("python -m attnscale.training --arms ")
     sweep = load_sweep(path)
     cells = {(c["n"], c["d"], c["kind"], c["optimizer"]) for c in sweep["cells"]}
     assert cells == {(n, d, k, optimizer) for n in SWEEP["ns"] for d in SWEEP["ds"] for k in ("dot", "cosine")}
@@ -228,14 +228,14 @@ def test_stored_sweep_matches_the_code(optimizer):
 def test_a_subset_of_scales_is_the_full_cell_restricted():
     """Training only some scales gives the full cell's runs at those scales:
     the models of a seed share weights and batches whatever the scales."""
-    short = {"steps": 40, "seeds": 2, "eval_every": 10, "eval_size": 32}
+    short = {"steps": 40, "seeds": 2, "eval_size": 32, "validation_size": 32}
     full = run_config(16, 32, "dot", "adam", **short)
     part = run_config(16, 32, "dot", "adam", scales=["2.5", "1"], **short)
     assert part["labels"] == ["1", "2.5"]
     picked = select_scales(full, ["1", "2.5"])
-    for key in ("alphas", "loss_area", "final_loss_all", "loss", "accuracy", "half_l1"):
+    for key in ("alphas", "lrs", "val_area", "loss_area", "final_loss_all", "loss", "accuracy", "half_l1"):
         np.testing.assert_allclose(part[key], picked[key], rtol=1e-12, err_msg=key)
-    for key in ("best_lr", "steps_to_target_all", "diverged_at"):
+    for key in ("best_lr", "slides", "steps_to_target_all", "diverged_at"):
         np.testing.assert_array_equal(part[key], picked[key], err_msg=key)
     assert not np.allclose(select_scales(full, ["0.25", "2.5"])["loss"], part["loss"])
 

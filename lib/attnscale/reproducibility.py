@@ -89,19 +89,24 @@ def _largest_relative(a: NDArray, b: NDArray) -> float:
 
 def compare_cells(fresh: dict, stored: dict) -> Comparison:
     """Compare a fresh run of a training cell with the stored one, in the
-    quantities that survive a change of BLAS kernel: the best rates and the
-    steps to target (exactly), the stable runs' loss areas and best-rate
-    curves (relative error), and the chaotic runs' medians over seeds."""
+    quantities that survive a change of BLAS kernel: the windows of rates, the best
+    rates and the steps to target (exactly), the stable runs' loss areas (test
+    and validation sets) and best-rate curves (relative error), and the chaotic
+    runs' medians over seeds."""
     fresh, stored = _cell(fresh, "fresh"), _cell(stored, "stored")
     if list(fresh["labels"]) != list(stored["labels"]) or np.shape(fresh["loss_area"]) != np.shape(stored["loss_area"]):
         raise ValueError("fresh and stored must be the same cell (same scales, rates and seeds)")
     mask = stable_runs(stored)
     area_f, area_s = np.asarray(fresh["loss_area"], float), np.asarray(stored["loss_area"], float)
+    if "val_area" in stored:  # the validation set's areas, which choose the rate, as well as the test set's
+        area_f = np.concatenate([area_f, np.asarray(fresh["val_area"], float)], axis=-1)
+        area_s = np.concatenate([area_s, np.asarray(stored["val_area"], float)], axis=-1)
+    same_rates = "lrs" not in stored or bool(np.allclose(np.asarray(fresh["lrs"], float), np.asarray(stored["lrs"], float), rtol=1e-12, atol=0))
     calm = np.array([label not in CHAOTIC_LABELS for label in stored["labels"]])
     curves_f, curves_s = np.asarray(fresh["loss"], float)[calm], np.asarray(stored["loss"], float)[calm]
     med_f, med_s = np.median(area_f, axis=-1), np.median(area_s, axis=-1)
     return Comparison(
-        same_best_rates=bool(np.array_equal(fresh["best_lr"], stored["best_lr"])),
+        same_best_rates=same_rates and bool(np.array_equal(fresh["best_lr"], stored["best_lr"])),
         same_steps_to_target=bool(np.array_equal(fresh["steps_to_target"], stored["steps_to_target"])),
         stable_area_error=_largest_relative(area_f[mask], area_s[mask]),
         stable_curve_error=_largest_relative(curves_f, curves_s),

@@ -5,8 +5,8 @@ Submodules, one job each:
 
 - ``attnscale.training.model``: the task, the model, its forward pass and
   exact gradients (dot and cosine scores);
-- ``attnscale.training.loop``: training many models at once (Adam, SGD),
-  held-out evaluation, divergence marking;
+- ``attnscale.training.loop``: training many models at once (Adam, SGD, AdamW),
+  the evaluation schedule, test and validation sets, divergence marking;
 - ``attnscale.training.stats``: steps to target, best rate, rate exponent, and the
   paired tests, bootstrap intervals and stratified correlations of the analysis;
 - ``attnscale.training.sweep``: the sweep's settings, one cell's run, the
@@ -21,13 +21,14 @@ Submodules, one job each:
 """
 
 from .analysis import among_fastest, compare_arms, finite_difference_error, identity_map, initial_alignment
-from .loop import LIMIT, OPTIMIZERS, train
+from .loop import LIMIT, OPTIMIZERS, evaluation_steps, train
 from .model import KINDS, bilinear_gradient, forward, identity_alignment, init_params, loss_and_grads, sample_batch
 from .stats import (
     PairedComparison,
     StratifiedCorrelation,
     at_grid_edge,
     best_lr_index,
+    best_rates,
     final_loss_summary,
     holm,
     lr_exponent,
@@ -36,7 +37,7 @@ from .stats import (
     within_strata_correlation,
 )
 from .report import COLORS, loss_curves, loss_table, loss_text, p_text, results_table, scale_name, speed_table, steps_text, summary_rows
-from .sweep import DATA, DOT_ALPHAS, SWEEP, load_sweep, run_config, select_scales, sweep_scales
+from .sweep import DATA, DOT_ALPHAS, SWEEP, lattice_rate, load_sweep, rate_window, run_config, select_scales, sweep_scales, tune
 
 __all__ = [
     "KINDS",
@@ -52,11 +53,16 @@ __all__ = [
     "bilinear_gradient",
     "identity_alignment",
     "train",
+    "evaluation_steps",
+    "lattice_rate",
+    "rate_window",
+    "tune",
     "steps_to_target",
     "sweep_scales",
     "run_config",
     "select_scales",
     "best_lr_index",
+    "best_rates",
     "lr_exponent",
     "load_sweep",
     "TRAINED",

@@ -1,7 +1,7 @@
-"""``python -m attnscale.training``: run the Part IV sweep for one optimiser."""
+"""``python -m attnscale.training``: run the Part IV experiment (see :mod:`attnscale.training.runner`)."""
 
 import sys
 
-from .sweep import main
+from .runner import main
 
 sys.exit(main())

@@ -70,18 +70,20 @@ def identity_map(n: int, d: int, kind: str, alphas: ArrayLike, *, examples: int 
     return hits / examples, np.mean(losses, axis=0)
 
 
-def among_fastest(cell: dict[str, Any], slack: float = 20) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
+def among_fastest(cell: dict[str, Any], within: float = 0.1) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
     """Which scales of a cell are among the fastest: those whose median (over seeds) steps
-    to the target, each at its best rate, is within ``slack`` steps (one evaluation) of the
-    fastest scale's. Returns ``(among, medians)``; a scale that never got there has an
-    infinite median and is not among the fastest unless none did."""
+    to the target, each at its best rate, is at most ``1 + within`` times the fastest
+    scale's (by default within 10%, two evaluations of the 5% schedule). Returns
+    ``(among, medians)``; a scale that never got there has an infinite median and is not
+    among the fastest unless none did."""
     cell = v.mapping(cell, "cell", ("steps_to_target",))
-    slack = float(v.real_number(slack, "slack"))
-    if slack < 0:
-        raise ValueError(f"slack must be >= 0, got {slack!r}")
+    within = float(v.real_number(within, "within"))
+    if within < 0:
+        raise ValueError(f"within must be >= 0, got {within!r}")
     steps = _steps(cell["steps_to_target"], "cell['steps_to_target']")
     med = np.median(steps, axis=-1)
-    return med <= med.min() + slack, med
+    fastest = med.min()
+    return (med <= fastest * (1 + within)) if np.isfinite(fastest) else np.isinf(med), med
 
 
 def _steps(value: ArrayLike, name: str = "steps_to_target") -> NDArray[np.float64]:
@@ -103,7 +105,7 @@ def _arm(cs: list[dict], label: str, key: str, name: str) -> tuple[NDArray, NDAr
         k = labels.index(label)
         vals = np.asarray(c[key][k], dtype=float)
         values.append(vals)
-        edges.append(np.repeat(at_grid_edge(c["best_lr"], len(c["lrs"]))[k], vals.size))
+        edges.append(np.repeat(at_grid_edge(c["best_lr"], np.shape(c["lrs"])[-1])[k], vals.size))
     return np.concatenate(values), np.concatenate(edges)
 
 

@@ -1,8 +1,8 @@
 """Length generalisation, the arm that ties Part III to Part IV: train at ``n``
 keys, evaluate at ``factor * n`` with the scale a length rule gives there.
 
-Three models per seed are trained at ``n`` (Adam, each at its best rate of the
-sweep's grid, from the dot cell's seed, so they share initial weights and
+Three models per seed are trained at ``n`` (Adam, each at its best rate, chosen on
+the validation set as in the sweep (:func:`attnscale.training.tune`), from the dot cell's seed, so they share initial weights and
 batches with that cell): at the fixed scale 1, at Su's absolute rule
 ``log_512 n`` and at ``ln n`` (Chiang and Cholak's). Each is then evaluated on
 fresh rows of both lengths. The model trained at 1 is also evaluated at the
@@ -15,17 +15,12 @@ relative to their training length, which all coincide here), YaRN's
 at the long length (the smallest held-out loss over a grid, chosen per seed on
 a separate set of rows from the one that reports it).
 
-``python -m attnscale.training.lengths --out FILE`` runs every (n, d) of the
-sweep and stores the results (``make sweep-lengths``); :func:`load_lengths` reads them.
+``python -m attnscale.training --arms lengths`` runs every (n, d) of the sweep and
+stores the results (``make sweep-lengths``); :func:`load_lengths` reads them.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import platform
-import time
 from pathlib import Path
 from typing import Any, cast
 
@@ -35,12 +30,11 @@ from numpy.typing import NDArray
 from .. import _validate as v
 from .. import lengthrules
 from ..entropy import alpha_for_mean_field_entropy
-from .loop import _held_out_rows, train
+from .loop import _held_out_rows
 from .model import _accuracy, _forward
-from .stats import best_lr_index
-from .sweep import SWEEP, _jsonable, _read_results
+from .sweep import SWEEP, _read_results, tune
 
-__all__ = ["TRAINED", "RELATIVE", "MEASURES", "held_out_sets", "length_transfer", "load_lengths", "main"]
+__all__ = ["TRAINED", "RELATIVE", "MEASURES", "held_out_sets", "length_transfer", "load_lengths"]
 
 #: the scales the three models are trained at, as functions of the training length
 #: (Part III's rules from :mod:`attnscale.lengthrules`)
@@ -123,17 +117,15 @@ def length_transfer(n: int, d: int, *, factor: int = 4, seed: int | None = None,
     seed = v.integer_at_least(seed, "seed", 0)
     labels = list(TRAINED)
     alphas = [TRAINED[label](n) for label in labels]
-    lrs = cfg["lrs"]["adam"] if isinstance(cfg["lrs"], dict) else cfg["lrs"]
-    out = train(seed, n=n, d=d, kind="dot", alphas=alphas, lrs=lrs, seeds=cfg["seeds"], steps=cfg["steps"], batch=cfg["batch"],
-                noise=cfg["noise"], c=cfg["c"], optimizer="adam", eval_every=cfg["eval_every"], eval_size=cfg["eval_size"],
-                return_params=True)
-    best = best_lr_index(out["loss"])
-    models = [a * len(lrs) + int(best[a]) for a in range(len(labels))]
+    out = tune(seed, n=n, d=d, kind="dot", alphas=alphas, optimizer="adam", return_params=True, **overrides)
+    best, lrs = out["best_lr"], out["lrs"]
+    rates = lrs.shape[1]
+    models = [a * rates + int(best[a]) for a in range(len(labels))]
     rows = held_out_sets(seed, n, d, factor, eval_size, cfg)
     # the training run's own held-out set, drawn again: the chosen weights must give its final losses
     train_rows = _held_out(np.random.default_rng([seed, 1]), cfg["seeds"], cfg["eval_size"], n, d, cfg)
     candidates = np.geomspace(0.05, 20.0, grid)
-    weights = cast(dict, out["params"])
+    weights = {key: w.reshape(w.shape[:1] + (len(labels) * rates,) + w.shape[3:]) for key, w in cast(dict, out["params"]).items()}
     short: dict[str, Any] = {}
     long: dict[str, Any] = {}
     oracle: dict[str, Any] = {}
@@ -156,7 +148,7 @@ def length_transfer(n: int, d: int, *, factor: int = 4, seed: int | None = None,
             # each seed's best scale at n, carried to factor * n by each relative rule (a calibrated start)
             base = oracle[label]["short"]["scale"]
             calibrated = {rule: _loss_per_seed(weights, models[a], base * f(n, factor), rows["long"]) for rule, f in RELATIVE.items()}
-    return {"n": n, "d": d, "factor": factor, "seed": seed, "trained": labels, "alphas": alphas, "lrs": list(lrs), "best_lr": best,
+    return {"n": n, "d": d, "factor": factor, "seed": seed, "trained": labels, "alphas": alphas, "lrs": lrs, "slides": out["slides"], "best_lr": best,
             "final_loss": out["loss"][np.arange(len(labels)), best, :, -1], "final_loss_again": final_again,
             "short": short, "long": long, "oracle": oracle, "calibrated": calibrated, "grid": candidates}
 
@@ -172,10 +164,14 @@ def _one_seed(part: dict, s: int) -> dict:
     return {key: val[s : s + 1] for key, val in part.items()}
 
 
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
 def _arrays(x: Any) -> Any:
     if isinstance(x, dict):
         return {k: _arrays(val) for k, val in x.items()}
-    if isinstance(x, list) and x and all(isinstance(e, (int, float)) and not isinstance(e, bool) for e in x):
+    if isinstance(x, list) and x and (all(_number(e) for e in x) or all(isinstance(e, list) and e and all(_number(f) for f in e) for e in x)):
         return np.array(x, dtype=float)
     return x
 
@@ -186,33 +182,7 @@ def load_lengths(path: str | Path) -> dict[str, Any]:
     data["cells"] = [_arrays(c) for c in data["cells"]]
     for c in data["cells"]:
         c["best_lr"] = c["best_lr"].astype(int)
+        if "slides" in c:
+            c["slides"] = c["slides"].astype(int)
         c["trained"] = list(c["trained"])
     return data
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m attnscale.training.lengths",
-                                     description="Train at n, evaluate at factor * n under length rules; store the results as JSON.")
-    parser.add_argument("--out", required=True, help="where to write the JSON results")
-    parser.add_argument("--factor", type=int, default=4)
-    args = parser.parse_args(argv)
-    result: dict[str, Any] = {"command": f"python -m attnscale.training.lengths --out {args.out}" + (f" --factor {args.factor}" if args.factor != 4 else ""),
-                              "settings": SWEEP, "factor": args.factor,
-                              "machine": {"python": platform.python_version(), "numpy": np.__version__, "cpus": os.cpu_count()},
-                              "seconds": 0, "cells": []}
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
-    for n in SWEEP["ns"]:
-        for d in SWEEP["ds"]:
-            t0 = time.perf_counter()
-            result["cells"].append(length_transfer(n, d, factor=args.factor))
-            result["seconds"] = round(time.perf_counter() - started)
-            out.write_text(json.dumps(_jsonable(result), separators=(",", ":")) + "\n")
-            print(f"lengths n={n:4d} -> {args.factor * n:5d} d={d:3d} {time.perf_counter() - t0:7.1f} s", flush=True)
-    print(f"wrote {out} ({result['seconds']} s)")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

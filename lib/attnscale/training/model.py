@@ -149,11 +149,12 @@ def _diagnostics(p: NDArray, j: NDArray, alpha: NDArray) -> tuple[NDArray, NDArr
     return _accuracy(p, j), np.mean(gradient_l1(p, alpha), axis=1)
 
 
-def _score_gradient(f: dict, data: dict) -> NDArray:
+def _score_gradient(f: dict, data: dict, total: int | None = None) -> NDArray:
     """``dL/ds = J g_p`` for the forward pass ``f``, with ``g_p = V g_y``:
-    shape (seeds, batch, models, n)."""
+    shape (seeds, batch, models, n). ``total``: the size of the batch whose mean
+    loss is differentiated, when ``data`` is only a piece of it."""
     K, V = data["K"], data["V"]
-    batch, c = K.shape[1], V.shape[-1]
+    batch, c = (K.shape[1] if total is None else total), V.shape[-1]
     g_p = (2.0 * f["diff"] / (batch * c)) @ V.swapaxes(-1, -2)
     return _vjp_checked(f["p"], g_p, f["alpha"][..., None])
 
@@ -163,16 +164,57 @@ def _dot_key_sum(g_s: NDArray, K: NDArray) -> NDArray:
     return ((g_s / math.sqrt(K.shape[-1])) @ K).transpose(0, 2, 1, 3)
 
 
+#: cosine scores form every model's keys, (seeds, batch, n, models, d) numbers; the
+#: training step and the evaluation work through the batch in pieces of at most this
+#: many of them (8 MB), which keeps the pieces in a core's cache (measured on this
+#: machine: 1.5 to 2.5 times faster than the whole batch at once). The pieces depend
+#: only on the shapes, never on the machine, so every CPU sums in the same order.
+PIECE = 2**20
+
+
+def _piece_size(seeds: int, n: int, models: int, d: int) -> int:
+    """Examples per piece of a batch for cosine scores (at least one)."""
+    return max(1, PIECE // (seeds * n * models * d))
+
+
+def _pieces(data: dict, size: int) -> list[dict]:
+    """``data`` cut along its batch axis into consecutive pieces of ``size`` examples."""
+    batch = data["K"].shape[1]
+    if size >= batch:
+        return [data]
+    return [{key: val[:, i : i + size] for key, val in data.items()} for i in range(0, batch, size)]
+
+
 def _loss_and_grads(params: dict, data: dict, alpha: ArrayLike, kind: str, *, checked: bool = False) -> tuple[dict, dict]:
     """The forward pass and the gradients of ``W_q`` and ``W_k`` (the training
     step's work), and of ``log_gain`` when the scale is learned. ``checked``: the
-    inputs are already validated and ``alpha`` is one scale per model (the training loop)."""
+    inputs are already validated and ``alpha`` is one scale per model (the training loop),
+    and for cosine scores the batch is worked through in pieces (see :data:`PIECE`); the
+    forward pass returned then holds only the per-model ``loss``."""
     kind = _kind(kind)
+    if checked and kind == "cosine":
+        seeds, batch, n, d = data["K"].shape
+        size = _piece_size(seeds, n, params["Wq"].shape[1], d)
+        if size < batch:
+            loss: NDArray | float = 0.0
+            total: dict = {}
+            for piece in _pieces(data, size):
+                f = _forward(params, piece, np.asarray(alpha), kind)
+                grads = _grads(params, piece, f, kind, batch)
+                loss = loss + f["loss"] * (piece["K"].shape[1] / batch)
+                total = grads if not total else {key: total[key] + g for key, g in grads.items()}
+            return {"loss": loss}, total
     f = _forward(params, data, np.asarray(alpha), kind) if checked else forward(params, data, alpha, kind)
+    return f, _grads(params, data, f, kind, data["K"].shape[1])
+
+
+def _grads(params: dict, data: dict, f: dict, kind: str, total: int) -> dict:
+    """The gradients for the forward pass ``f`` of ``data`` (all of a batch of ``total``
+    examples, or a piece of it)."""
     Wk = params["Wk"]
     K, x = data["K"], data["x"]
     seeds, batch, n, d = K.shape
-    g_s = _score_gradient(f, data)
+    g_s = _score_gradient(f, data, total)
     if kind == "dot":
         r = _dot_key_sum(g_s, K)
         g_Wk = f["q"].swapaxes(-1, -2) @ r
@@ -194,7 +236,7 @@ def _loss_and_grads(params: dict, data: dict, alpha: ArrayLike, kind: str, *, ch
         # the logits are z = alpha exp(u) s, so dL/du = sum_i (dL/dz_i) z_i = sum_i (dL/ds_i) s_i,
         # summed over the batch (g_s already carries the 1/batch of the mean loss)
         grads["log_gain"] = np.einsum("sbmn,sbmn->sm", g_s, f["s"])
-    return f, grads
+    return grads
 
 
 def loss_and_grads(params: dict, data: dict, alpha: ArrayLike, kind: str = "dot") -> tuple[NDArray, dict, dict]:

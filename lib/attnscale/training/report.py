@@ -14,7 +14,7 @@ from .. import _validate as v
 from .loop import _optimizer
 from .model import _kind
 from .analysis import _steps
-from .stats import PairedComparison, final_loss_summary
+from .stats import PairedComparison, best_rates, final_loss_summary
 from .sweep import SWEEP
 
 __all__ = ["COLORS", "p_text", "steps_text", "loss_text", "scale_name", "summary_rows", "results_table", "loss_curves", "speed_table", "loss_table"]
@@ -65,19 +65,20 @@ def summary_rows(cell: dict[str, Any]) -> list[tuple]:
     seeds that reached the target, median and range of steps to it, final loss mean ± s.d."""
     cell = v.mapping(cell, "cell", _CELL)
     rows = []
-    last = len(cell["lrs"]) - 1
+    last = np.shape(cell["lrs"])[-1] - 1
     summary = final_loss_summary(cell["final_loss"])
     all_steps = _steps(cell["steps_to_target"], "cell['steps_to_target']")
     best_lr = np.asarray(cell["best_lr"])
-    if best_lr.shape != (len(cell["labels"]),) or not np.issubdtype(best_lr.dtype, np.integer) or (best_lr < 0).any() or (best_lr > last).any():
+    if best_lr.shape != (len(cell["labels"]),):
         raise ValueError(f"cell['best_lr'] must hold one index into lrs (0 to {last}) per scale, got {best_lr.tolist()}")
+    rates = best_rates(cell)
     for a, label in enumerate(cell["labels"]):
         best = int(best_lr[a])
         steps = all_steps[a]
         reached = int(np.isfinite(steps).sum())
         med = np.median(steps)
         span = f"{steps.min():.0f}–{steps.max():.0f}" if reached == steps.size else (f"{steps.min():.0f}–never" if reached else "never")
-        rows.append((label, cell["alphas"][a], f"{cell['lrs'][best]:g}" + (" †" if best in (0, last) else ""), f"{reached}/{steps.size}",
+        rows.append((label, cell["alphas"][a], f"{rates[a]:g}" + (" †" if best in (0, last) else ""), f"{reached}/{steps.size}",
                      f"{med:.0f}" if np.isfinite(med) else "—", span, f"{summary['mean'][a]:.3f} ± {summary['std'][a]:.3f}"))
     return rows
 
@@ -121,7 +122,7 @@ def loss_curves(cells: dict, opt: str, kind: str, title: str):
             for a in range(len(c["labels"])):
                 curves = np.asarray(c["loss"][a])
                 ax.fill_between(c["step"], curves.min(axis=0), curves.max(axis=0), color=COLORS[a], alpha=0.2, lw=0)
-                ax.plot(c["step"], np.median(curves, axis=0), color=COLORS[a], lw=1.5, label=f"{scale_name(c, a)}, lr {c['lrs'][c['best_lr'][a]]:g}")
+                ax.plot(c["step"], np.median(curves, axis=0), color=COLORS[a], lw=1.5, label=f"{scale_name(c, a)}, lr {best_rates(c)[a]:g}")
             ax.set_yscale("log")
             ax.set_ylim(2e-3, 2.5)
             ax.set_title(f"n = {n}, d = {d}", fontsize=9)

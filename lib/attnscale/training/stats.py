@@ -17,6 +17,7 @@ from .. import _validate as v
 __all__ = [
     "steps_to_target",
     "best_lr_index",
+    "best_rates",
     "lr_exponent",
     "at_grid_edge",
     "final_loss_summary",
@@ -54,6 +55,20 @@ def best_lr_index(loss: ArrayLike) -> NDArray[np.intp]:
     return np.argmin(loss.mean(axis=tuple(range(2, loss.ndim))), axis=1)
 
 
+def best_rates(cell: dict) -> NDArray[np.float64]:
+    """Each scale's best learning rate in a stored cell: ``lrs[a, best_lr[a]]`` where each
+    scale has its own row of rates (``lrs`` of shape (scales, rates)), ``lrs[best_lr[a]]``
+    where they share one grid."""
+    cell = v.mapping(cell, "cell", ("lrs", "best_lr"))
+    lrs = v.positive(cell["lrs"], "cell['lrs']")
+    best = np.asarray(cell["best_lr"])
+    rates = lrs.shape[-1] if lrs.ndim else 0
+    if (lrs.ndim not in (1, 2) or best.ndim != 1 or not np.issubdtype(best.dtype, np.integer) or (best < 0).any() or (best >= rates).any()
+            or (lrs.ndim == 2 and lrs.shape[0] != best.size)):
+        raise ValueError(f"cell['best_lr'] must hold one index into each scale's rates (0 to {rates - 1}), got {best.tolist()} for rates of shape {lrs.shape}")
+    return lrs[np.arange(best.size), best] if lrs.ndim == 2 else lrs[best]
+
+
 def lr_exponent(cells: list[dict]) -> tuple[float, list[float]]:
     """How the tuned learning rate scales with alpha: the least-squares slope
     of ``log(best lr)`` against ``log(alpha)`` in each cell (as stored by
@@ -67,7 +82,7 @@ def lr_exponent(cells: list[dict]) -> tuple[float, list[float]]:
     for c in cells:
         c = v.mapping(c, "cells entry", ("alphas", "lrs", "best_lr"))
         x = np.log(np.asarray(c["alphas"], dtype=float))
-        y = np.log(np.asarray(c["lrs"], dtype=float)[np.asarray(c["best_lr"], dtype=int)])
+        y = np.log(best_rates(c))
         if x.size < 2 or np.ptp(x) == 0:
             raise ValueError("cells: each cell must hold at least two different alphas")
         x, y = x - x.mean(), y - y.mean()

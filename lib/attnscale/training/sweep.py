@@ -1,26 +1,22 @@
-"""The Part IV sweep: its configurations, one cell's run and summary, the
-stored results, and the command that produces them
-(``python -m attnscale.training --optimizer adam --out FILE``)."""
+"""The Part IV sweep: its settings, the learning-rate windows and their tuning, one
+cell's run and summary, and the stored results (made by ``python -m attnscale.training``,
+see :mod:`attnscale.training.runner`)."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
-import os
-import platform
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .. import _validate as v
-from .loop import _optimizer, train
-from .model import KINDS, _kind
+from .loop import _optimizer, evaluation_steps, train
+from .model import _kind
 from .stats import best_lr_index, steps_to_target
 
-__all__ = ["DATA", "DOT_ALPHAS", "SWEEP", "sweep_scales", "run_config", "select_scales", "load_sweep", "main"]
+__all__ = ["DATA", "DOT_ALPHAS", "SWEEP", "lattice_rate", "rate_window", "tune", "sweep_scales", "run_config", "select_scales", "load_sweep"]
 
 #: where the book keeps the stored sweep (the default; every function takes a path)
 DATA = Path(__file__).resolve().parents[3] / "chapters" / "data"
@@ -50,17 +46,115 @@ def sweep_scales(n: int, d: int, kind: str) -> tuple[list[str], list[float]]:
 SWEEP: dict[str, Any] = {
     "ns": [16, 64, 256],
     "ds": [32, 64],
-    # learning rates: one grid per optimiser, shared by every scale
-    "lrs": {"adam": [0.003, 0.01, 0.03, 0.1], "sgd": [0.1, 0.3, 1.0, 3.0, 10.0]},
+    # learning rates: per optimiser and kind, each scale alpha gets a window of rates on
+    # the 1-3-10 lattice centred on centre * alpha**-exponent (SGD's best rate falls like
+    # 1/alpha, Adam's hardly moves), which slides where the best rate sits at its edge
+    "lrs": {"adam": {"dot": [0.01, 0], "cosine": [0.01, 0]}, "sgd": {"dot": [1.0, 1], "cosine": [20.0, 1]}},
+    "rates": {"dot": 5, "cosine": 4},
+    "slides": 3,
     "seeds": 5,
     "steps": 1000,
     "batch": 32,
     "noise": 1.0,
     "c": 8,
-    "eval_every": 20,
+    # the test set: reports steps to the target, curves and final losses, evaluated at
+    # every step to `dense`, then within `resolution` of the current step
     "eval_size": 256,
+    "dense": 20,
+    "resolution": 0.05,
+    # the validation set: chooses the rate (smallest mean validation loss), never reported
+    "validation_size": 256,
+    "validation_every": 20,
     "target": 0.8,
 }
+
+
+def lattice_rate(k: int) -> float:
+    """Rate ``k`` of the 1-3-10 lattice: ..., 0.1, 0.3, 1 (k = 0), 3, 10, ..."""
+    k = v.integer_at_least(k, "k", -60)
+    return float(f"{3 if k % 2 else 1}e{k // 2}")
+
+
+def _lattice_index(x: float) -> int:
+    """The lattice point nearest ``x`` on a log scale."""
+    k0 = math.floor(2 * math.log10(x))
+    return min(range(k0 - 1, k0 + 3), key=lambda k: abs(math.log(x / lattice_rate(k))))
+
+
+def rate_window(optimizer: str, kind: str, alpha: float, cfg: dict[str, Any] | None = None) -> list[int]:
+    """The lattice indices (see :func:`lattice_rate`) of the first window of rates tried at
+    scale ``alpha``: ``cfg["rates"][kind]`` consecutive points around the one nearest
+    ``centre * alpha**-exponent`` (``cfg["lrs"][optimizer][kind]``), one more above than
+    below when their number is even."""
+    optimizer, kind = _optimizer(optimizer), _kind(kind)
+    alpha = float(v.real_above(alpha, "alpha"))
+    cfg = SWEEP if cfg is None else v.mapping(cfg, "cfg", ("lrs", "rates"))
+    centre, exponent = cfg["lrs"][optimizer][kind]
+    rates = v.integer_at_least(cfg["rates"][kind], "rates", 2)
+    k = _lattice_index(centre * alpha**-exponent)
+    return list(range(k - (rates - 1) // 2, k - (rates - 1) // 2 + rates))
+
+
+#: the entries of train()'s result laid out (alphas, lrs, ...)
+_BY_RATE = ("loss", "accuracy", "half_l1", "scale", "diverged_at", "val_loss")
+
+
+def tune(seed: int, *, n: int, d: int, kind: str, alphas: list[float], optimizer: str = "adam", learn_scale: bool = False,
+         weight_decay: float = 0.0, return_params: bool = False, **overrides: Any) -> dict[str, Any]:
+    """Train every scale of ``alphas`` at a window of learning rates (:func:`rate_window`)
+    with the sweep's settings (any overridable) and slide each window until the scale's best
+    rate, the one with the smallest mean validation loss, lies inside it: where the best is
+    the window's lowest (highest) rate, the next lower (higher) lattice rate is trained and
+    the window's other end dropped, up to ``cfg["slides"]`` times. Every run of a seed shares
+    its initial weights and batches, whichever call trains it.
+
+    Returns :func:`train`'s result over the final windows (``params``, with ``return_params``,
+    of shape (seeds, alphas, rates, ...)), plus ``lrs`` (alphas, rates), ``best_lr`` (alphas,)
+    indices into them, and ``slides`` (alphas,): how far each window moved (negative: down)."""
+    optimizer, kind = _optimizer(optimizer), _kind(kind)
+    cfg = {**SWEEP, **overrides}
+    alphas = [float(a) for a in v.at_least_1d(v.positive(alphas, "alphas"), "alphas")]
+    windows = [rate_window(optimizer, kind, a, cfg) for a in alphas]
+    v.integer_at_least(cfg["validation_size"], "validation_size", 1)
+    slides_left = v.integer_at_least(cfg["slides"], "slides", 0)
+
+    def run(scales: list[float], idx: list[list[int]]) -> dict[str, Any]:
+        out: dict[str, Any] = train(seed, n=n, d=d, kind=kind, alphas=scales, lrs=[[lattice_rate(k) for k in row] for row in idx], seeds=cfg["seeds"],
+                    steps=cfg["steps"], batch=cfg["batch"], noise=cfg["noise"], c=cfg["c"], optimizer=optimizer,
+                    eval_steps=evaluation_steps(cfg["steps"], cfg["resolution"], cfg["dense"]), eval_size=cfg["eval_size"],
+                    validation_size=cfg["validation_size"], validation_every=cfg["validation_every"], learn_scale=learn_scale,
+                    weight_decay=weight_decay, return_params=return_params)
+        if return_params:
+            out["params"] = {key: w.reshape(w.shape[:1] + (len(scales), len(idx[0])) + w.shape[2:]) for key, w in out["params"].items()}
+        return out
+
+    out = run(alphas, windows)
+    slides = np.zeros(len(alphas), dtype=int)
+    while True:
+        best = best_lr_index(out["val_loss"])
+        last = len(windows[0]) - 1
+        edge = [a for a in range(len(alphas)) if best[a] in (0, last)]
+        if not edge or slides_left == 0:
+            break
+        slides_left -= 1
+        step = {a: (-1 if best[a] == 0 else 1) for a in edge}
+        new = run([alphas[a] for a in edge], [[windows[a][0] - 1 if step[a] < 0 else windows[a][-1] + 1] for a in edge])
+        for i, a in enumerate(edge):
+            down = step[a] < 0
+            windows[a] = [windows[a][0] - 1] + windows[a][:-1] if down else windows[a][1:] + [windows[a][-1] + 1]
+            slides[a] += step[a]
+            for key in _BY_RATE:
+                if key in out:
+                    row = [new[key][i, 0], *out[key][a][:-1]] if down else [*out[key][a][1:], new[key][i, 0]]
+                    out[key][a] = np.stack(row)
+            if return_params:
+                for key, w in out["params"].items():
+                    row = [new["params"][key][:, i, 0], *np.moveaxis(w[:, a, :-1], 1, 0)] if down else [*np.moveaxis(w[:, a, 1:], 1, 0), new["params"][key][:, i, 0]]
+                    w[:, a] = np.stack(row, axis=1)
+    out["lrs"] = np.array([[lattice_rate(k) for k in row] for row in windows])
+    out["best_lr"] = best
+    out["slides"] = slides
+    return out
 
 
 def _scale_indices(labels: list[str], scales: object) -> list[int]:
@@ -98,24 +192,21 @@ def run_config(n: int, d: int, kind: str, optimizer: str = "adam", *, seed: int 
     if scales is not None:
         keep = _scale_indices(labels, scales)
         labels, alphas = [labels[i] for i in keep], [alphas[i] for i in keep]
-    lrs = cfg["lrs"][optimizer] if isinstance(cfg["lrs"], dict) else cfg["lrs"]
     if seed is None:
         seed = 1000 * n + d + (0 if kind == "dot" else 1)
     seed = v.integer_at_least(seed, "seed", 0)
-    out = train(seed, n=n, d=d, kind=kind, alphas=alphas, lrs=lrs, seeds=cfg["seeds"], steps=cfg["steps"], batch=cfg["batch"],
-                noise=cfg["noise"], c=cfg["c"], optimizer=optimizer, eval_every=cfg["eval_every"], eval_size=cfg["eval_size"],
-                learn_scale=learn_scale, weight_decay=weight_decay)
-    best = best_lr_index(out["loss"])
+    out = tune(seed, n=n, d=d, kind=kind, alphas=alphas, optimizer=optimizer, learn_scale=learn_scale, weight_decay=weight_decay, **overrides)
+    best = out["best_lr"]
     pick = np.arange(len(alphas))
     reach = steps_to_target(out["step"], out["accuracy"], cfg["target"])
     learned = {"final_scale_all": out["scale"][..., -1], "scale": out["scale"][pick, best]} if learn_scale else {}
     return {
-        "n": n, "d": d, "kind": kind, "optimizer": optimizer, "weight_decay": float(weight_decay), "seed": seed, "labels": labels, "alphas": alphas, "lrs": list(lrs),
-        "step": out["step"],
-        # every learning rate: (alphas, lrs, seeds)
-        "loss_area": out["loss"].mean(axis=-1), "final_loss_all": out["loss"][..., -1],
+        "n": n, "d": d, "kind": kind, "optimizer": optimizer, "weight_decay": float(weight_decay), "seed": seed, "labels": labels, "alphas": alphas,
+        "lrs": out["lrs"], "slides": out["slides"], "step": out["step"], "val_step": out["val_step"],
+        # every learning rate: (alphas, lrs, seeds); the rate is chosen by val_area, the validation loss
+        "val_area": out["val_loss"].mean(axis=-1), "loss_area": out["loss"].mean(axis=-1), "final_loss_all": out["loss"][..., -1],
         "steps_to_target_all": reach, "diverged_at": out["diverged_at"],
-        # each scale at its best learning rate: (alphas, seeds) and curves (alphas, seeds, evals)
+        # each scale at its best learning rate: (alphas, seeds) and curves (alphas, seeds, evals), all on the test set
         "best_lr": best, "steps_to_target": reach[pick, best], "final_loss": out["loss"][pick, best, :, -1],
         "loss": out["loss"][pick, best], "accuracy": out["accuracy"][pick, best], "half_l1": out["half_l1"][pick, best],
         **learned,
@@ -123,7 +214,7 @@ def run_config(n: int, d: int, kind: str, optimizer: str = "adam", *, seed: int 
 
 
 #: the entries of a cell indexed by scale first
-_PER_SCALE = ("labels", "alphas", "loss_area", "final_loss_all", "steps_to_target_all", "diverged_at", "best_lr",
+_PER_SCALE = ("labels", "alphas", "lrs", "slides", "val_area", "loss_area", "final_loss_all", "steps_to_target_all", "diverged_at", "best_lr",
               "steps_to_target", "final_loss", "loss", "accuracy", "half_l1")
 #: and those of a cell whose scales were learned
 _LEARNED = ("final_scale_all", "scale")
@@ -158,14 +249,16 @@ def _jsonable(x: Any) -> Any:
 def _arrays(cell: dict) -> dict:
     out = {}
     for key, val in cell.items():
-        if key in ("labels", "lrs", "kind", "optimizer") or not isinstance(val, list):
+        if key in ("labels", "kind", "optimizer") or not isinstance(val, list):
             out[key] = val
         else:
-            numeric = key.startswith(("steps_to_target", "loss", "final", "accuracy", "half", "alphas", "diverged", "scale"))
+            numeric = key.startswith(("steps_to_target", "loss", "final", "accuracy", "half", "alphas", "diverged", "scale", "val", "lrs"))
             out[key] = np.array(val, dtype=float) if numeric else np.array(val)
     for key in ("steps_to_target", "steps_to_target_all"):
         out[key] = np.array([np.inf if x is None else x for x in np.ravel(np.array(cell[key], dtype=object))], dtype=float).reshape(np.shape(cell[key]))
     out["best_lr"] = out["best_lr"].astype(int)
+    if "slides" in out:
+        out["slides"] = out["slides"].astype(int)
     return out
 
 
@@ -186,48 +279,3 @@ def _read_results(path: object, target: str) -> dict[str, Any]:
         raise FileNotFoundError(f"path: no stored results at {path}; run `make {target}` to produce them")
     data: dict[str, Any] = json.loads(path.read_text())
     return data
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m attnscale.training", description="Run the Part IV training sweep for one optimiser and store its results as JSON.")
-    parser.add_argument("--optimizer", required=True, choices=list(SWEEP["lrs"]))
-    parser.add_argument("--out", required=True, help="where to write the JSON results")
-    parser.add_argument("--ns", type=int, nargs="+", default=SWEEP["ns"])
-    parser.add_argument("--ds", type=int, nargs="+", default=SWEEP["ds"])
-    parser.add_argument("--kinds", nargs="+", choices=list(KINDS), default=list(KINDS))
-    parser.add_argument("--learn-scale", action="store_true", help="train the scale too, starting from each of the cell's scales")
-    parser.add_argument("--weight-decay", type=float, default=0.0, help="AdamW's decoupled weight decay (Adam only; default 0)")
-    args = parser.parse_args(argv)
-    command = f"python -m attnscale.training --optimizer {args.optimizer} --out {args.out}"
-    if (args.ns, args.ds) != (SWEEP["ns"], SWEEP["ds"]):
-        command += f" --ns {' '.join(map(str, args.ns))} --ds {' '.join(map(str, args.ds))}"
-    if args.kinds != list(KINDS):
-        command += f" --kinds {' '.join(args.kinds)}"
-    if args.learn_scale:
-        command += " --learn-scale"
-    if args.weight_decay:
-        command += f" --weight-decay {args.weight_decay:g}"
-    result: dict[str, Any] = {
-        "command": command,
-        "optimizer": args.optimizer,
-        "learn_scale": args.learn_scale,
-        "weight_decay": args.weight_decay,
-        "settings": SWEEP,
-        "machine": {"python": platform.python_version(), "numpy": np.__version__, "cpus": os.cpu_count()},
-        "seconds": 0,
-        "cells": [],
-    }
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
-    for kind in args.kinds:
-        for n in args.ns:
-            for d in args.ds:
-                t0 = time.perf_counter()
-                result["cells"].append(run_config(n, d, kind, args.optimizer, learn_scale=args.learn_scale, weight_decay=args.weight_decay))
-                result["seconds"] = round(time.perf_counter() - started)
-                # written after every cell, so an interrupted sweep keeps what it has
-                out.write_text(json.dumps(_jsonable(result), separators=(",", ":")) + "\n")
-                print(f"{args.optimizer:4s} {kind:6s} n={n:4d} d={d:3d} {time.perf_counter() - t0:7.1f} s", flush=True)
-    print(f"wrote {out} ({result['seconds']} s)")
-    return 0
