@@ -51,11 +51,14 @@ def test_identity_map_by_hand():
 
 
 def test_among_fastest_on_a_hand_built_cell():
-    cell = {"steps_to_target": np.array([[40, 60, 80], [20, 40, 40], [60, 60, np.inf], [np.inf, np.inf, np.inf]])}
+    cell = {"steps_to_target": np.array([[40, 44, 80], [20, 40, 40], [60, 60, np.inf], [np.inf, np.inf, np.inf]])}
     among, med = tr.among_fastest(cell)
-    assert med.tolist() == [60, 40, 60, np.inf]
-    assert among.tolist() == [True, True, True, False]
-    assert tr.among_fastest(cell, slack=0)[0].tolist() == [False, True, False, False]
+    assert med.tolist() == [44, 40, 60, np.inf]
+    assert among.tolist() == [True, True, False, False]  # within 10% of 40: up to 44
+    assert tr.among_fastest(cell, within=0)[0].tolist() == [False, True, False, False]
+    assert tr.among_fastest(cell, within=0.5)[0].tolist() == [True, True, True, False]
+    # when no scale got there, all are equally (not) fast
+    assert tr.among_fastest({"steps_to_target": np.full((2, 3), np.inf)})[0].tolist() == [True, True]
 
 
 def test_compare_arms_counts_directly(cells):
@@ -68,8 +71,8 @@ def test_compare_arms_counts_directly(cells):
     assert np.array_equal(a, direct_a) and np.array_equal(b, direct_b)
     r = tests["speed"]
     assert (r.later, r.earlier, r.tied) == (int(np.sum(a > b)), int(np.sum(a < b)), int(np.sum(a == b)))
-    edges = np.concatenate([np.repeat(cells[k]["best_lr"][i] in (0, len(cells[k]["lrs"]) - 1), tr.SWEEP["seeds"]) for k in keys for i in (ia,)])
-    edges_b = np.concatenate([np.repeat(cells[k]["best_lr"][ib] in (0, len(cells[k]["lrs"]) - 1), tr.SWEEP["seeds"]) for k in keys])
+    edges = np.concatenate([np.repeat(cells[k]["best_lr"][i] in (0, cells[k]["lrs"].shape[-1] - 1), tr.SWEEP["seeds"]) for k in keys for i in (ia,)])
+    edges_b = np.concatenate([np.repeat(cells[k]["best_lr"][ib] in (0, cells[k]["lrs"].shape[-1] - 1), tr.SWEEP["seeds"]) for k in keys])
     assert tests["inside"].pairs == int(np.sum(~(edges | edges_b)))
     with pytest.raises(ValueError, match="not a scale"):
         tr.compare_arms(cells, "adam", "dot", "3.0", "1")
@@ -97,8 +100,16 @@ def test_summary_rows_on_a_hand_built_cell():
     cell = {"labels": ["1", "α*(n)"], "alphas": [1.0, 1.7], "lrs": [0.01, 0.1, 1.0], "best_lr": [0, 1],
             "steps_to_target": np.array([[20.0, 40.0, np.inf], [20.0, 20.0, 60.0]]), "final_loss": np.array([[0.1, 0.2, 0.3], [0.1, 0.1, 0.1]])}
     rows = tr.summary_rows(cell)
-    assert rows[0] == ("1", 1.0, "0.01 †", "2/3", "40", "20–never", "0.200 ± 0.100")
-    assert rows[1] == ("α*(n)", 1.7, "0.1", "3/3", "20", "20–60", "0.100 ± 0.000")
+    assert rows[0] == ("1", 1.0, "0.01 †", "2/3", "40", "20–never", "0.200 ± 0.100", "—")
+    assert rows[1] == ("α*(n)", 1.7, "0.1", "3/3", "20", "20–60", "0.100 ± 0.000", "—")
+    # with accuracy curves (scales, seeds, evaluations), the last evaluation's mean and s.d.
+    curves = np.zeros((2, 3, 4))
+    curves[0, :, -1] = [0.7, 0.8, 0.9]
+    curves[1, :, -1] = 1.0
+    rows = tr.summary_rows({**cell, "accuracy": curves})
+    assert rows[0][-1] == "0.800 ± 0.100" and rows[1][-1] == "1.000 ± 0.000"
+    # one window of rates per scale: the best rate is read from the scale's own row
+    assert tr.summary_rows({**cell, "lrs": [[0.01, 0.03, 0.1], [0.3, 1.0, 3.0]]})[1][2] == "1"
     assert tr.scale_name(cell, 0) == "α = 1" and tr.scale_name(cell, 1) == "α*(n) = 1.7"
 
 

@@ -3,19 +3,23 @@ another CPU, and the comparison that the training chapter and the tests share.
 
 OpenBLAS picks a kernel per CPU, so the last bits of every matrix product
 change from one machine to another, and training amplifies them. Measured on
-the smallest cell of the stored sweep (n = 16, d = 32, dot scores, both
-optimisers; stored values made under the SkylakeX kernel), re-run under
-``OPENBLAS_CORETYPE`` = Prescott, Haswell and the default (Zen) kernel, each
-with one and two threads:
+the smallest cells of the stored sweep (n = 16, d = 32: dot scores with Adam,
+SGD, AdamW and a learned scale, cosine scores with Adam and a learned scale;
+stored values made under this machine's default kernel, SkylakeX), re-run under
+``OPENBLAS_CORETYPE`` = Prescott, Haswell and SkylakeX, each with one and two
+threads:
 
-* the best learning rate of every scale and the steps to the target accuracy
-  at it (20-step resolution) came out identical every time;
+* the windows of rates, the best rate of every scale and the steps to the target
+  accuracy at it came out identical every time;
 * *stable runs*, every scale except the largest at rates up to its best one,
-  reproduced their loss areas and curves to at most 4.5e-6 relative, which is
-  the rounding of the six significant digits the sweep stores;
-* *chaotic runs*, the largest scale at every rate and every scale at rates
-  above its best, differed by up to 30% (loss area) and 50% (final loss) per
-  seed, and their median over seeds by up to 13.5%.
+  reproduced their loss areas (test and validation sets) and curves to at most
+  4.9e-6 relative, which is the rounding of the six significant digits the sweep
+  stores (under SkylakeX everything reproduced to that rounding);
+* *chaotic runs*, the largest scale of each kind (8 for dot scores, 64 for cosine
+  scores) at every rate and every scale at rates above its best, differed by up
+  to 14% (loss area) and 113% (final loss) per seed, and their median over seeds by
+  up to 14.5%; a learned scale tames them (the learned cells' runs at 8 and 64
+  agreed to 2% in final loss).
 
 The tolerances below are set from those measurements: :data:`STABLE_RTOL` is
 about twenty times the stable spread, :data:`CHAOTIC_MEDIAN_RTOL` about twice
@@ -34,12 +38,12 @@ from . import _validate as v
 
 __all__ = ["STABLE_RTOL", "CHAOTIC_MEDIAN_RTOL", "CHAOTIC_LABELS", "stable_runs", "Comparison", "compare_cells"]
 
-#: relative tolerance for stable runs (measured spread 4.5e-6, storage rounding included)
+#: relative tolerance for stable runs (measured spread 4.9e-6, storage rounding included)
 STABLE_RTOL = 1e-4
-#: relative tolerance for the median over seeds of a chaotic run (measured spread up to 0.135)
+#: relative tolerance for the median over seeds of a chaotic run (measured spread up to 0.145)
 CHAOTIC_MEDIAN_RTOL = 0.3
-#: the scale labels whose runs are chaotic at every learning rate
-CHAOTIC_LABELS = ("8",)
+#: the scale labels whose runs are chaotic at every learning rate: the largest scale of each kind
+CHAOTIC_LABELS = ("8", "64")
 
 _KEYS = ("labels", "best_lr", "steps_to_target", "loss_area", "loss")
 

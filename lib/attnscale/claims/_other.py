@@ -53,11 +53,13 @@ def max_entry_optimum_largest(rec: dict) -> float:
 
 
 @register
-def lr_rule_exponent(rec: dict) -> float:
-    """The pooled exponent s of eta_best ~ alpha^s over the dot cells of the
-    stored sweep for one optimiser (chapters/data/training_<optimizer>.json)."""
-    from ..training import DATA, load_sweep, lr_exponent
+def lr_rule_in_interval(rec: dict) -> bool:
+    """Whether the claimed exponent of eta_best ~ alpha^s lies inside the 95% Student-t
+    interval of the six dot cells' fitted exponents (one per cell, from the stored sweep of
+    the record's optimiser): the interval is what the coarse lattice of rates allows."""
+    from ..training import DATA, load_sweep, lr_exponent, mean_interval
 
     opt = inputs(rec)["optimizer"]
     cells = [c for c in load_sweep(DATA / f"training_{opt}.json")["cells"] if c["kind"] == "dot"]
-    return lr_exponent(cells)[0]
+    _, low, high = mean_interval(lr_exponent(cells)[1])
+    return bool(low <= float(rec["claimed"]) <= high)

@@ -62,7 +62,8 @@ def scale_name(cell: dict[str, Any], a: int) -> str:
 
 def summary_rows(cell: dict[str, Any]) -> list[tuple]:
     """One row per scale of a cell: label, alpha, best rate (``†`` at an edge of the grid),
-    seeds that reached the target, median and range of steps to it, final loss mean ± s.d."""
+    seeds that reached the target, median and range of steps to it, final loss and (where
+    the cell has its accuracy curves) final accuracy, mean ± s.d. over seeds."""
     cell = v.mapping(cell, "cell", _CELL)
     rows = []
     last = np.shape(cell["lrs"])[-1] - 1
@@ -72,6 +73,7 @@ def summary_rows(cell: dict[str, Any]) -> list[tuple]:
     if best_lr.shape != (len(cell["labels"]),):
         raise ValueError(f"cell['best_lr'] must hold one index into lrs (0 to {last}) per scale, got {best_lr.tolist()}")
     rates = best_rates(cell)
+    accuracy = final_loss_summary(np.asarray(cell["accuracy"], dtype=float)[..., -1]) if "accuracy" in cell else None
     for a, label in enumerate(cell["labels"]):
         best = int(best_lr[a])
         steps = all_steps[a]
@@ -79,7 +81,8 @@ def summary_rows(cell: dict[str, Any]) -> list[tuple]:
         med = np.median(steps)
         span = f"{steps.min():.0f}–{steps.max():.0f}" if reached == steps.size else (f"{steps.min():.0f}–never" if reached else "never")
         rows.append((label, cell["alphas"][a], f"{rates[a]:g}" + (" †" if best in (0, last) else ""), f"{reached}/{steps.size}",
-                     f"{med:.0f}" if np.isfinite(med) else "—", span, f"{summary['mean'][a]:.3f} ± {summary['std'][a]:.3f}"))
+                     f"{med:.0f}" if np.isfinite(med) else "—", span, f"{summary['mean'][a]:.3f} ± {summary['std'][a]:.3f}",
+                     "—" if accuracy is None else f"{accuracy['mean'][a]:.3f} ± {accuracy['std'][a]:.3f}"))
     return rows
 
 
@@ -99,11 +102,11 @@ def _cell(cells: dict, opt: str, kind: str, n: int, d: int) -> dict:
 def results_table(cells: dict, opt: str, kind: str) -> str:
     """A Markdown table of :func:`summary_rows` for every (n, d) cell of one optimiser and kind."""
     cells = _cells(cells)
-    lines = ["| n | d | scale | α | best lr | reached | steps to 80% (median) | range | final loss |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| n | d | scale | α | best lr | reached | steps to 80% (median) | range | final loss | final accuracy |", "|---|---|---|---|---|---|---|---|---|---|"]
     for n in SWEEP["ns"]:
         for d in SWEEP["ds"]:
-            for label, a, lr, reached, med, span, final in summary_rows(_cell(cells, opt, kind, n, d)):
-                lines.append(f"| {n} | {d} | {label} | {a:.3g} | {lr} | {reached} | {med} | {span} | {final} |")
+            for label, a, lr, reached, med, span, final, acc in summary_rows(_cell(cells, opt, kind, n, d)):
+                lines.append(f"| {n} | {d} | {label} | {a:.3g} | {lr} | {reached} | {med} | {span} | {final} | {acc} |")
     return "\n".join(lines)
 
 

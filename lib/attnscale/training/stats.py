@@ -19,6 +19,7 @@ __all__ = [
     "best_lr_index",
     "best_rates",
     "lr_exponent",
+    "mean_interval",
     "at_grid_edge",
     "final_loss_summary",
     "PairedComparison",
@@ -91,6 +92,22 @@ def lr_exponent(cells: list[dict]) -> tuple[float, list[float]]:
         ys.append(y)
     x, y = np.concatenate(xs), np.concatenate(ys)
     return float(x @ y / (x @ x)), per_cell
+
+
+def mean_interval(values: ArrayLike, level: float = 0.95) -> tuple[float, float, float]:
+    """The mean of a few measurements (e.g. one exponent per cell) and its two-sided
+    Student-t interval at ``level``: ``(mean, low, high)``. Needs at least two values."""
+    from scipy.stats import t as student
+
+    x = v.finite(values, "values").ravel()
+    if x.size < 2:
+        raise ValueError(f"values must hold at least two measurements, got {x.size}")
+    level = v.real_number(level, "level")
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    mean = float(x.mean())
+    half = float(student.ppf(0.5 + level / 2, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size))
+    return mean, mean - half, mean + half
 
 
 def at_grid_edge(best_lr: ArrayLike, rates: int) -> NDArray[np.bool_]:
