@@ -210,6 +210,7 @@ SPECS: dict[str, tuple[dict, dict]] = {
     "training.tune": ({"seed": 0, "n": 4, "d": 4, "kind": "dot", "alphas": [1.0], "steps": 1, "seeds": 1, "eval_size": 4, "validation_size": 4, "rates": {"dot": 2}},
                       {"seed": [NAN, "s", -1], "n": COUNT + [1], "d": COUNT, "kind": ["bilinear", None], "alphas": POSITIVE + [[]], "optimizer": ["lion", None],
                        "learn_scale": ["yes", None, 1], "weight_decay": REAL + [-0.1], "return_params": ["yes", None, 1], "validation_size": COUNT, "slides": [-1, 2.5, "s", None]}),
+    "training.conclusions": ({"directory": lambda: __import__("attnscale.training").training.DATA}, {"directory": [None, 3.0, "/no/such/directory"]}),
     "training.mean_interval": ({"values": [1.0, 2.0, 4.0]}, {"values": [[1.0], [NAN, 1.0], "v", None, []], "level": [0.0, 1.0, NAN, "l", None]}),
     "training.best_rates": ({"cell": {"lrs": [[0.1, 0.3]], "best_lr": np.array([1])}}, {"cell": [None, {}, NAN, {"lrs": [[0.1, 0.3]], "best_lr": np.array([2])}]}),
     "training.run_config": ({"n": 16, "d": 32, "kind": "dot", "optimizer": "adam", "steps": 1, "seeds": 1, "eval_size": 4, "validation_size": 4},

@@ -15,7 +15,13 @@ from attnscale.training import SWEEP, forward, init_params, length_transfer, loa
 from attnscale.training.lengths import MEASURES, RELATIVE, TRAINED, _measure, held_out_sets
 
 DATA = Path(__file__).resolve().parents[1] / "chapters" / "data"
-TINY = {"steps": 30, "seeds": 2, "eval_every": 10, "eval_size": 64, "grid": 5}
+TINY = {"steps": 30, "seeds": 2, "eval_size": 64, "validation_size": 64, "grid": 5}
+
+
+@pytest.fixture(scope="module")
+def live():
+    """The smallest cell trained again from its seed (about 5 s; shared by the tests below)."""
+    return length_transfer(16, 32)
 
 
 @pytest.mark.parametrize("n", [16, 64, 256])
@@ -33,13 +39,12 @@ def test_rule_scales_against_their_formulas(n):
     assert math.isclose(math.log(4 * n) - a**2 / 2, math.log(n) - 0.5, rel_tol=1e-14)
 
 
-def test_the_model_at_scale_one_is_the_sweeps():
+def test_the_model_at_scale_one_is_the_sweeps(live):
     """Trained from the dot cell's seed, the model at 1 picks the sweep's best rate and
     ends at the sweep's final held-out losses, seed by seed (stored to six digits)."""
-    live = length_transfer(16, 32)
     cell = next(c for c in load_sweep(DATA / "training_adam.json")["cells"] if (c["kind"], c["n"], c["d"]) == ("dot", 16, 32))
     a = cell["labels"].index("1")
-    assert live["best_lr"][0] == cell["best_lr"][a]
+    assert live["best_lr"][0] == cell["best_lr"][a] and live["lrs"][0, live["best_lr"][0]] == cell["lrs"][a, cell["best_lr"][a]]
     np.testing.assert_allclose(live["final_loss"][0], cell["final_loss"][a], rtol=1e-5)
 
 
@@ -114,7 +119,7 @@ def test_oracle_scales_are_grid_points_with_finite_losses():
             assert np.all(np.isfinite(out["oracle"][label][length]["loss"]))
 
 
-def test_stored_lengths_match_the_code():
+def test_stored_lengths_match_the_code(live):
     """The stored results come from the current settings, every (n, d) is there, each
     model at 1 pairs with the sweep (same best rate and final losses), and the smallest
     cell reproduces from its seed: its losses to the stable runs' tolerance, its oracle
@@ -130,7 +135,8 @@ def test_stored_lengths_match_the_code():
         assert c["best_lr"][0] == s["best_lr"][a]
         np.testing.assert_allclose(c["final_loss"][0], s["final_loss"][a], rtol=1e-5)
     first = next(c for c in stored["cells"] if (c["n"], c["d"]) == (16, 32))
-    live = length_transfer(16, 32)
+    np.testing.assert_array_equal(live["lrs"], first["lrs"])
+    np.testing.assert_array_equal(live["best_lr"], first["best_lr"])
     step = first["grid"][1] / first["grid"][0]
     for label in first["trained"]:
         for key in MEASURES:

@@ -220,9 +220,13 @@ def test_stored_sweep_matches_the_code(optimizer):
     cells = {(c["n"], c["d"], c["kind"], c["optimizer"]) for c in sweep["cells"]}
     assert cells == {(n, d, k, optimizer) for n in SWEEP["ns"] for d in SWEEP["ds"] for k in ("dot", "cosine")}
     cell = next(c for c in sweep["cells"] if (c["n"], c["d"], c["kind"]) == (16, 32, "dot"))
-    same = compare_cells(run_config(16, 32, "dot", optimizer), cell)
+    # chapter 10 re-runs alpha = 1, alpha*(n) and 2.5 of the Adam cell live (under nbval), so
+    # here Adam re-runs the other two scales and SGD the whole cell
+    scales = ["0.25", "8"] if optimizer == "adam" else None
+    fresh = run_config(16, 32, "dot", optimizer, scales=scales)
+    same = compare_cells(fresh, cell if scales is None else select_scales(cell, scales))
     assert same.reproduces, same
-    assert same.stable_count >= 8 and same.chaotic_count >= 5
+    assert same.stable_count >= (2 if scales else 8) and same.chaotic_count >= 5
 
 
 def test_a_subset_of_scales_is_the_full_cell_restricted():

@@ -74,7 +74,7 @@ def test_the_first_adam_step_moves_every_gain_by_the_rate():
 def test_learned_and_fixed_runs_share_their_start():
     """The learned arm uses the fixed cell's seed, so at step 0 (scale = the
     initial scale, weights shared) its held-out losses are the fixed cell's, seed by seed."""
-    kw = {"steps": 20, "seeds": 2, "eval_every": 10, "eval_size": 32}
+    kw = {"steps": 20, "seeds": 2, "eval_size": 32, "validation_size": 32}
     fixed = run_config(16, 32, "dot", "adam", **kw)
     learned = run_config(16, 32, "dot", "adam", learn_scale=True, **kw)
     np.testing.assert_allclose(learned["loss"][..., 0], fixed["loss"][..., 0], rtol=1e-12)

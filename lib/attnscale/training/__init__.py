@@ -9,18 +9,24 @@ Submodules, one job each:
   the evaluation schedule, test and validation sets, divergence marking;
 - ``attnscale.training.stats``: steps to target, best rate, rate exponent, and the
   paired tests, bootstrap intervals and stratified correlations of the analysis;
-- ``attnscale.training.sweep``: the sweep's settings, one cell's run, the
-  stored results and the command ``python -m attnscale.training``;
+- ``attnscale.training.sweep``: the sweep's settings, the windows of learning
+  rates and their tuning on the validation set, one cell's run and summary, and
+  the stored results;
+- ``attnscale.training.runner``: the command ``python -m attnscale.training`` that
+  runs every cell of the sweep and its arms on a pool of processes (``make sweep``);
 - ``attnscale.training.lengths``: length generalisation, training at ``n`` and
   evaluating at ``4n`` under Part III's length rules (``make sweep-lengths``);
 - ``attnscale.training.analysis``: chapter 10's analyses (gradient check,
   identity-map ceiling, fastest scales, pooled paired comparisons, alignment at
   initialisation);
+- ``attnscale.training.verdicts``: every conclusion chapter 10 states, reduced to a
+  verdict per comparison, to compare two runs of the sweep (two BLAS kernels);
 - ``attnscale.training.report``: how chapter 10 prints them (tables, the loss
   curves; matplotlib only when a figure is drawn).
 """
 
 from .analysis import among_fastest, compare_arms, finite_difference_error, identity_map, initial_alignment
+from .lengths import MEASURES, RELATIVE, TRAINED, held_out_sets, length_transfer, load_lengths
 from .loop import LIMIT, OPTIMIZERS, evaluation_steps, train
 from .model import KINDS, bilinear_gradient, forward, identity_alignment, init_params, loss_and_grads, sample_batch
 from .stats import (
@@ -38,6 +44,7 @@ from .stats import (
     within_strata_correlation,
 )
 from .report import COLORS, loss_curves, loss_table, loss_text, p_text, results_table, scale_name, speed_table, steps_text, summary_rows
+from .verdicts import conclusions
 from .sweep import DATA, DOT_ALPHAS, SWEEP, lattice_rate, load_sweep, rate_window, run_config, select_scales, sweep_scales, tune
 
 __all__ = [
@@ -85,6 +92,7 @@ __all__ = [
     "among_fastest",
     "compare_arms",
     "initial_alignment",
+    "conclusions",
     "COLORS",
     "p_text",
     "steps_text",
@@ -96,15 +104,3 @@ __all__ = [
     "speed_table",
     "loss_table",
 ]
-
-#: the length arm's names, imported on first use so that ``python -m attnscale.training.lengths``
-#: runs the module fresh (an eager import here would make runpy warn)
-_LENGTHS = ("MEASURES", "RELATIVE", "TRAINED", "held_out_sets", "length_transfer", "load_lengths")
-
-
-def __getattr__(name: str) -> object:
-    if name in _LENGTHS:
-        from . import lengths
-
-        return getattr(lengths, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

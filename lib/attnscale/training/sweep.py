@@ -4,6 +4,7 @@ see :mod:`attnscale.training.runner`)."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 from pathlib import Path
@@ -271,11 +272,13 @@ def load_sweep(path: str | Path) -> dict[str, Any]:
 
 
 def _read_results(path: object, target: str) -> dict[str, Any]:
-    """The JSON a ``make <target>`` wrote, with clear errors for a bad or missing path."""
+    """The JSON a ``make <target>`` wrote (gzip-compressed where the name ends in ``.gz``),
+    with clear errors for a bad or missing path."""
     if not isinstance(path, (str, Path)):
         raise TypeError(f"path must be a str or Path, got {type(path).__name__}")
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"path: no stored results at {path}; run `make {target}` to produce them")
-    data: dict[str, Any] = json.loads(path.read_text())
+    text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+    data: dict[str, Any] = json.loads(text)
     return data
