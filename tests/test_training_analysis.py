@@ -119,6 +119,14 @@ def test_tables_and_figure(cells):
     tests = {("adam", "2.5", "1"): tr.compare_arms(cells, "adam", "dot", "2.5", "1")[0]}
     holm = {k: 0.5 for k in tests}
     assert "| adam | 2.5 − 1 |" in tr.speed_table(tests, holm) and "| adam | 2.5 − 1 |" in tr.loss_table(tests, holm)
+    # no best rate at an edge: the column of the test without edge cells would repeat it, and is left out
+    assert "edge cells left out" not in tr.speed_table(tests, holm)
+    # with one cell's pairs dropped it appears, with the smaller count
+    (key, t), = tests.items()
+    a, b = tr.compare_arms(cells, "adam", "dot", "2.5", "1")[1]["speed"]
+    dropped = {key: {**t, "inside": tr.paired_comparison(a[5:], b[5:], resamples=100)}}
+    table = tr.speed_table(dropped, holm)
+    assert "edge cells left out" in table and "of 25," in table
     with pytest.raises(ValueError, match="holm_p"):
         tr.speed_table(tests, {})
     fig = tr.loss_curves(cells, "sgd", "cosine", "t")
