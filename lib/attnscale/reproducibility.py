@@ -42,7 +42,7 @@ __all__ = ["STABLE_RTOL", "CHAOTIC_MEDIAN_RTOL", "CHAOTIC_LABELS", "stable_runs"
 STABLE_RTOL = 1e-4
 #: relative tolerance for the median over seeds of a chaotic run (measured spread up to 0.145)
 CHAOTIC_MEDIAN_RTOL = 0.3
-#: the scale labels whose runs are chaotic at every learning rate: the largest scale of each kind
+#: the scale labels whose runs are chaotic at every learning rate (the largest scale of each kind)
 CHAOTIC_LABELS = ("8", "64")
 
 _KEYS = ("labels", "best_lr", "steps_to_target", "loss_area", "loss")

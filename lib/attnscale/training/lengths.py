@@ -98,7 +98,7 @@ def length_transfer(n: int, d: int, *, factor: int = 4, seed: int | None = None,
     (one index per model into ``lrs``), ``final_loss`` (seeds,) per model from the
     training run's own held-out set (the sweep's ``final_loss``), and per model
     ``final_loss_again`` the same losses recomputed from the chosen models' weights, and per model
-    ``short`` and ``long``: dicts of the :data:`MEASURES` (seeds,) under each rule
+    ``short`` and ``long``: dicts of the :data:`~attnscale.training.lengths.MEASURES` (seeds,) under each rule
     (each model's own absolute rule and its training scale kept, ``fixed``; for the model
     at 1 the relative rules, of which ``fixed`` is one);
     ``oracle``: per model, at each length (``short``, ``long``), per seed, the best
