@@ -18,7 +18,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 CHAPTERS := $(sort $(wildcard chapters/*.ipynb))
 
-.PHONY: help venv book lab pdf mutate test lint test-lib test-notebooks test-site test-browser test-portable bench timings sweep sweep-main sweep-learned sweep-adamw sweep-lengths execute lock clean
+.PHONY: help venv book lab pdf mutate test lint test-code test-lib test-notebooks test-site test-browser test-portable bench timings sweep sweep-main sweep-learned sweep-adamw sweep-lengths execute lock clean
 
 help:
 	@echo "make book      build the site into _build/html"
@@ -74,7 +74,7 @@ lab: $(STAMP)
 	$(BIN)/python -c 'import jupyterlab' 2>/dev/null || $(BIN)/python -m pip install --quiet --require-hashes -r requirements-tools.txt
 	cd chapters && ../$(BIN)/jupyter lab $(LAB_ARGS)
 
-test: lint test-lib test-notebooks test-site test-browser
+test: lint test-code test-site test-browser
 	@echo "All tests passed."
 
 # pyflakes rules over lib/, tests/, bench/, tools/, _ext/ and the chapters, and
@@ -89,11 +89,19 @@ lint: $(STAMP)
 # default thread count, so both counts are exercised.
 SERIAL_BLAS := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 
+# make test runs the library tests and the chapters in one pytest session (test-code):
+# each notebook, and each test module, goes whole to one worker (--dist loadfile: a
+# chapter's cells share one kernel, a module's fixtures are built once), the chapters
+# first, as they are the longest units. test-lib and test-notebooks run one half each.
+PYTEST_CODE := $(SERIAL_BLAS) $(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadfile
+test-code: $(STAMP)
+	$(PYTEST_CODE) --nbval $(CHAPTERS) tests --ignore=tests/browser
+
 test-lib: $(STAMP)
-	$(SERIAL_BLAS) $(BIN)/python -m pytest tests --ignore=tests/browser -n 2
+	$(PYTEST_CODE) tests --ignore=tests/browser
 
 test-notebooks: $(STAMP)
-	$(SERIAL_BLAS) $(BIN)/python -m pytest --nbval -p no:cacheprovider -n 2 --dist loadfile $(CHAPTERS)
+	$(PYTEST_CODE) --nbval $(CHAPTERS)
 
 # Warnings are errors (-W), references are checked (-n), the whole site is
 # rebuilt (--all) so no warning hides in an unchanged page.
@@ -113,8 +121,7 @@ PORTABLE_KERNELS ?= Prescott Haswell $(shell grep -qm1 avx512f /proc/cpuinfo 2>/
 test-portable: $(STAMP)
 	for kernel in $(PORTABLE_KERNELS); do \
 	  echo "== OPENBLAS_CORETYPE=$$kernel"; \
-	  OPENBLAS_CORETYPE=$$kernel $(BIN)/python -m pytest tests --ignore=tests/browser -q -p no:cacheprovider -n 2; \
-	  OPENBLAS_CORETYPE=$$kernel $(BIN)/python -m pytest --nbval -q -p no:cacheprovider -n 2 --dist loadfile $(CHAPTERS); \
+	  OPENBLAS_CORETYPE=$$kernel $(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --nbval $(CHAPTERS) tests --ignore=tests/browser; \
 	done
 
 # Benchmarks (not part of `make test`): prints a table, writes
