@@ -23,8 +23,9 @@ threads:
 
 The whole sweep rerun under Haswell (chapter 10, ``sec-training-kernels``) shows that the
 classification, made on the smallest cells, is not perfect on the larger ones: of 534 runs
-both runs call stable, 531 agreed in loss area to 1.6e-5 and three differed by 1.4e-4 to
-4.7e-3 (their final losses by more); and in one cell (SGD, n = 16, d = 64) the best rate of the
+(a cell, scale and rate, five seeds each) both sweeps call stable, 531 agreed in loss area
+to 1.6e-5 (530 exactly, to the digits stored) and three differed by 1.4e-4 to 4.7e-3 (their
+final losses by more); and in one cell (SGD, n = 16, d = 64) the best rate of the
 scale 0.25 changed (10 under SkylakeX, 3 under Haswell), its runs at 10, next to a rate at
 which training fails, being chaotic. The tests re-run only the smallest cells, where the
 classification held; for the full sweep, compare verdicts
@@ -63,9 +64,11 @@ def _cell(cell: object, name: str) -> dict:
 
 
 def stable_runs(cell: dict) -> NDArray[np.bool_]:
-    """Mask of shape (scales, learning rates): True for the runs that reproduce
-    to rounding error on any CPU (a scale not in :data:`CHAOTIC_LABELS`, at a
-    rate no larger than its best one), False for the chaotic ones."""
+    """Mask of shape (scales, learning rates): True for the runs expected to
+    reproduce to rounding error on another CPU (a scale not in :data:`CHAOTIC_LABELS`,
+    at a rate no larger than its best one), False for the chaotic ones. The
+    classification held on the smallest cells; on the full sweep a few runs it calls
+    stable are not (see the module's description)."""
     cell = _cell(cell, "cell")
     scales, rates = np.shape(cell["loss_area"])[:2]
     best = np.asarray(cell["best_lr"], dtype=int)

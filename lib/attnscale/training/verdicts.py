@@ -8,7 +8,9 @@ loss) when the exact sign test rejects "no difference" at 5% after Holm's correc
 within the comparison's family, and ``"no difference"`` otherwise. Where both arms of a
 comparison are stable scales (no label in
 :data:`attnscale.reproducibility.CHAOTIC_LABELS`), the counts of later, earlier and tied
-pairs are kept as well: those runs reproduce on any CPU, so their counts must too.
+pairs are kept as well: on the smallest cells those runs reproduced under every kernel
+tried, but a full rerun under another kernel moved three of fifty such counts (see
+:mod:`attnscale.reproducibility`), so compare the verdicts and read the counts as evidence.
 """
 
 from __future__ import annotations
