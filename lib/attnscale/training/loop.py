@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import _validate as v
-from .model import _diagnostics, _forward, _kind, _loss_and_grads, _piece_size, _pieces, init_params, sample_batch
+from .model import _diagnostics, _forward, _kind, _loss_and_grads, _pieces, init_params, sample_batch
 
 __all__ = ["OPTIMIZERS", "LIMIT", "evaluation_steps", "train"]
 
@@ -70,9 +70,7 @@ def _evaluate(params: dict, evals: list[dict], alpha: NDArray, kind: str) -> tup
     in pieces, as the training step does)."""
     loss, acc, l1, sizes = [], [], [], []
     for chunk in evals:
-        seeds, batch, n, d = chunk["K"].shape
-        size = _piece_size(seeds, n, params["Wq"].shape[1], d) if kind == "cosine" else batch
-        for piece in _pieces(chunk, size):
+        for piece in _pieces(params, chunk, kind):
             f = _forward(params, piece, alpha, kind)
             accuracy, half_l1 = _diagnostics(f["p"], piece["j"], f["alpha"])
             loss.append(f["loss"])

@@ -177,9 +177,12 @@ def _piece_size(seeds: int, n: int, models: int, d: int) -> int:
     return max(1, PIECE // (seeds * n * models * d))
 
 
-def _pieces(data: dict, size: int) -> list[dict]:
-    """``data`` cut along its batch axis into consecutive pieces of ``size`` examples."""
-    batch = data["K"].shape[1]
+def _pieces(params: dict, data: dict, kind: str) -> list[dict]:
+    """``data`` cut along its batch axis into the consecutive pieces the model works
+    through: the whole batch for dot scores, pieces of :func:`_piece_size` examples for
+    cosine scores (one piece when the batch is small enough)."""
+    seeds, batch, n, d = data["K"].shape
+    size = _piece_size(seeds, n, params["Wq"].shape[1], d) if kind == "cosine" else batch
     if size >= batch:
         return [data]
     return [{key: val[:, i : i + size] for key, val in data.items()} for i in range(0, batch, size)]
@@ -192,13 +195,13 @@ def _loss_and_grads(params: dict, data: dict, alpha: ArrayLike, kind: str, *, ch
     and for cosine scores the batch is worked through in pieces (see :data:`PIECE`); the
     forward pass returned then holds only the per-model ``loss``."""
     kind = _kind(kind)
-    if checked and kind == "cosine":
-        seeds, batch, n, d = data["K"].shape
-        size = _piece_size(seeds, n, params["Wq"].shape[1], d)
-        if size < batch:
+    if checked:
+        pieces = _pieces(params, data, kind)
+        if len(pieces) > 1:
+            batch = data["K"].shape[1]
             loss: NDArray | float = 0.0
             total: dict = {}
-            for piece in _pieces(data, size):
+            for piece in pieces:
                 f = _forward(params, piece, np.asarray(alpha), kind)
                 grads = _grads(params, piece, f, kind, batch)
                 loss = loss + f["loss"] * (piece["K"].shape[1] / batch)

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .lengths import length_transfer
 from .model import KINDS
 from .sweep import DATA, SWEEP, _jsonable, run_config, sweep_scales
 
@@ -46,12 +47,6 @@ def _cost(n: int, d: int, kind: str, scales: int, rates: int) -> float:
     return float(n * (scales * rates * per_model + 40 * d))
 
 
-def _length_cell(**kwargs: Any) -> dict:
-    from .lengths import length_transfer
-
-    return length_transfer(**kwargs)
-
-
 def outputs(arms: list[str] | tuple[str, ...] = ARMS) -> list[Output]:
     """The result files of the given arms, each with its jobs."""
     unknown = [a for a in arms if a not in ARMS]
@@ -76,7 +71,7 @@ def outputs(arms: list[str] | tuple[str, ...] = ARMS) -> list[Output]:
         for decay, name in DECAYS.items():
             outs.append(Output(name, {"optimizer": "adam", "learn_scale": False, "weight_decay": decay}, cell_jobs(("dot",), optimizer="adam", weight_decay=decay)))
     if "lengths" in arms:
-        jobs = [(_length_cell, {"n": n, "d": d, "factor": 4}, _cost(4 * n, d, "dot", 3, SWEEP["rates"]["dot"])) for n in SWEEP["ns"] for d in SWEEP["ds"]]
+        jobs = [(length_transfer, {"n": n, "d": d, "factor": 4}, _cost(4 * n, d, "dot", 3, SWEEP["rates"]["dot"])) for n in SWEEP["ns"] for d in SWEEP["ds"]]
         outs.append(Output("training_lengths.json", {"factor": 4}, jobs))
     return outs
 
