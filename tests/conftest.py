@@ -4,4 +4,3 @@ import matplotlib
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 matplotlib.use("Agg")
-
