@@ -18,7 +18,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 CHAPTERS := $(sort $(wildcard chapters/*.ipynb))
 
-.PHONY: help venv book lab pdf mutate test lint test-code test-lib test-notebooks test-site test-browser test-portable bench timings sweep sweep-main sweep-learned sweep-adamw sweep-lengths execute lock clean
+.PHONY: help venv book lab pdf mutate test lint site-then-browser test-code test-lib test-notebooks test-site test-browser test-portable bench timings sweep sweep-main sweep-learned sweep-adamw sweep-lengths execute lock clean
 
 help:
 	@echo "make book      build the site into _build/html"
@@ -74,8 +74,16 @@ lab: $(STAMP)
 	$(BIN)/python -c 'import jupyterlab' 2>/dev/null || $(BIN)/python -m pip install --quiet --require-hashes -r requirements-tools.txt
 	cd chapters && ../$(BIN)/jupyter lab $(LAB_ARGS)
 
-test: lint test-code test-site test-browser
+# After lint, the pytest session runs beside the site build and the browser tests
+# (two jobs): they read only the stored outputs, which nbval checks, so none waits
+# for another, and the browser tests spend most of their time waiting on Chromium.
+# Each job's output is printed when it ends; make test fails if either fails.
+test: lint
+	$(MAKE) --no-print-directory -j2 --output-sync=recurse test-code site-then-browser
 	@echo "All tests passed."
+
+site-then-browser: test-site
+	$(MAKE) --no-print-directory test-browser
 
 # pyflakes rules over lib/, tests/, bench/, tools/, _ext/ and the chapters, and
 # the type checker over the library (both configured in pyproject.toml)
@@ -121,7 +129,7 @@ PORTABLE_KERNELS ?= Prescott Haswell $(shell grep -qm1 avx512f /proc/cpuinfo 2>/
 test-portable: $(STAMP)
 	for kernel in $(PORTABLE_KERNELS); do \
 	  echo "== OPENBLAS_CORETYPE=$$kernel"; \
-	  OPENBLAS_CORETYPE=$$kernel $(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --nbval $(CHAPTERS) tests --ignore=tests/browser; \
+	  OPENBLAS_CORETYPE=$$kernel $(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --nbval $(CHAPTERS) tests --ignore=tests/browser || exit 1; \
 	done
 
 # Benchmarks (not part of `make test`): prints a table, writes
