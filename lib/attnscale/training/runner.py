@@ -27,7 +27,7 @@ __all__ = ["ARMS", "Output", "outputs", "main"]
 
 #: the arms of the experiment, in the order they are described in chapter 10
 ARMS = ("main", "learned", "adamw", "lengths")
-#: AdamW's decays: the arm (0.1) and the grid around it, and their files
+#: The weight decays of the AdamW arm (0.1 and the grid around it), with their files
 DECAYS = {0.1: "training_adamw_dot.json", 0.01: "training_adamw_dot_wd0.01.json", 1.0: "training_adamw_dot_wd1.json"}
 
 
