@@ -1,0 +1,91 @@
+"""Tests written for the mutants of attnscale.special that survived the rest of the suite
+(the core-modules run of tools/mutate.sh; see tests/MUTANTS.md).
+
+They pin the accuracy of the Bessel ratio and its complement in the two regions whose
+bounds the module docstring states as formulas: the power series for
+``x^2/4 <= 25 (nu + 1)`` and Hankel's expansion for ``x > max(2000, 50 (nu + 1)^2)``.
+In both, ``log ive``, the ratio ``I_{nu+1}/I_nu`` and ``1 - I_{nu+1}/I_nu`` come out to the
+module's documented "about 1e-14" (measured at the points below: at most 2.3e-15), while the
+neighbouring routes (scipy's ``ive``, Debye's expansion), which subtract two logarithms, lose
+1.7e-13 to 2e-12 near those bounds. A bound moved the wrong way hands points to those routes.
+References: mpmath at 50 digits (60 for the Hankel sums).
+"""
+
+from __future__ import annotations
+
+import mpmath as mp
+import pytest
+
+from attnscale.special import bessel_ratio, bessel_ratio_complement, log_besseli_scaled
+
+# the module docstring: the series and Hankel routes are accurate "to about 1e-14"
+TOL = 1e-14
+
+
+def _mp_reference(nu: float, x: float) -> tuple[float, float, float]:
+    """log I_nu(x) - x, I_{nu+1}(x)/I_nu(x) and its complement, from mpmath at 50 digits."""
+    with mp.workdps(50):
+        n, t = mp.mpf(nu), mp.mpf(x)
+        lower = mp.besseli(n, t, maxterms=10**6)
+        ratio = mp.besseli(n + 1, t, maxterms=10**6) / lower
+        return float(mp.log(lower) - t), float(ratio), float(1 - ratio)
+
+
+def _check(nu: float, x: float) -> None:
+    scaled, ratio, complement = _mp_reference(nu, x)
+    assert abs(log_besseli_scaled(nu, x) - scaled) <= TOL * max(1.0, abs(scaled)), (nu, x)
+    assert bessel_ratio(nu, x) == pytest.approx(ratio, rel=TOL, abs=0), (nu, x)
+    assert bessel_ratio_complement(nu, x) == pytest.approx(complement, rel=TOL, abs=0), (nu, x)
+
+
+# x = 10 sqrt(nu + 1) exactly, so that x^2/4 == 25 (nu + 1) holds in floating point
+SERIES_EDGE = [(0.0, 10.0), (99.0, 100.0), (399.0, 200.0), (1023.0, 320.0)]
+SERIES_INSIDE = [(99.0, 95.0), (150.0, 110.0), (2047.0, 400.0), (2047.0, 452.0), (2.5, 18.0)]
+
+
+@pytest.mark.parametrize("nu, x", SERIES_EDGE + SERIES_INSIDE)
+def test_bessel_ratio_is_accurate_throughout_the_series_region_including_its_edge(nu, x):
+    """The series region x^2/4 <= 25 (nu + 1), edge included, gives the ratio and complement to 1e-14."""
+    # regions 4 and 6 (series bound shrunk) and 5 (edge excluded) hand some of these points to ive
+    # or Debye, where the ratio is off by up to 2e-12 (nu = 99, x = 95) and 8e-13 (nu = 1023, x = 320)
+    assert 0.25 * x * x <= 25.0 * (nu + 1.0)
+    if (nu, x) in SERIES_EDGE:
+        assert 0.25 * x * x == 25.0 * (nu + 1.0)
+    _check(nu, x)
+
+
+HANKEL_LOW_END = [(0.0, 2000.3), (0.5, 2000.3), (1.0, 2000.3), (63.0, 50.3 * 64.0**2), (99.0, 503000.0), (150.0, 50.3 * 151.0**2)]
+
+
+@pytest.mark.parametrize("nu, x", HANKEL_LOW_END)
+def test_bessel_ratio_complement_is_accurate_at_the_low_end_of_the_hankel_region(nu, x):
+    """Just above x = max(2000, 50 (nu + 1)^2) Hankel's expansion gives 1 - I_{nu+1}/I_nu to 1e-14."""
+    # regions 18 (2001), 20 (51 (nu+1)^2) and 23 (50 (nu+2)^2) move some of these points to ive or
+    # Debye, whose complement -expm1(log ive(nu+1) - log ive(nu)) is off by 1.7e-13 to 2e-12 here
+    assert x > max(2000.0, 50.0 * (nu + 1.0) ** 2)
+    _check(nu, x)
+
+
+def _mp_hankel_complement(nu: float, x: float, terms: int = 40) -> float:
+    """1 - I_{nu+1}(x)/I_nu(x) from Hankel's expansion summed in mpmath at 60 digits
+    (for x > 50 (nu + 1)^2 the terms fall by a factor 100 k or more, so 40 are far more than enough)."""
+    with mp.workdps(60):
+        t = mp.mpf(x)
+
+        def series(order: float) -> mp.mpf:
+            mu, term, total = 4 * mp.mpf(order) ** 2, mp.mpf(1), mp.mpf(1)
+            for k in range(1, terms + 1):
+                term = -term * (mu - (2 * k - 1) ** 2) / (8 * k * t)
+                total += term
+            return total
+
+        return float(1 - series(nu + 1) / series(nu))
+
+
+@pytest.mark.parametrize("nu, x", [(2047.0, 1e23), (2047.0, 629145600.0), (1023.0, 52743372.8), (511.0, 1e9)])
+def test_bessel_ratio_complement_at_large_order_in_the_hankel_region(nu, x):
+    """At large order the complement's first Hankel term is its closed form (2 nu + 1)/(2x), not
+    the difference of two terms of size nu^2/(2x): before that was written out, the complement
+    at (2047, 1e23) was off by 1.1e-13; now the Hankel region's 1e-14 holds at every order."""
+    assert x > max(2000.0, 50.0 * (nu + 1.0) ** 2)
+    assert bessel_ratio_complement(nu, x) == pytest.approx(_mp_hankel_complement(nu, x), rel=1e-14, abs=0)
