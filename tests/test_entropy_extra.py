@@ -1,7 +1,8 @@
+import mpmath as mp
 import numpy as np
 import pytest
 
-from attnscale.entropy import mean_field_entropy_cosine, mean_field_entropy_normal, shannon, softmax_entropy
+from attnscale.entropy import alpha_for_mean_field_entropy, mean_field_entropy_cosine, mean_field_entropy_normal, shannon, softmax_entropy
 from attnscale.softmax import softmax
 
 
@@ -23,3 +24,39 @@ def test_mean_field_entropies():
         mean_field_entropy_normal(1.0, 1.0)
     with pytest.raises(ValueError, match="alpha must be > 0"):
         mean_field_entropy_cosine(0.0, 10.0, 16.0)
+
+
+def _mp_cosine_entropy_d3(alpha, n):
+    """The mean-field entropy for d = 3 in closed form (M(a) = sinh(a)/a), in mpmath at 400 digits
+    (enough for a up to 1e308, where log(sinh a / a) and a coth a agree to 308 digits)."""
+    with mp.workdps(400):
+        a = mp.mpf(alpha)
+        return mp.log(n) + a + mp.log(-mp.expm1(-2 * a)) - mp.log(2) - mp.log(a) - a / mp.tanh(a) + 1
+
+
+@pytest.mark.parametrize("alpha", [30.0, 1e3, 1e6, 1e12, 1e18, 1e100, 6e307, 1.7e308])
+def test_mean_field_entropy_cosine_keeps_its_accuracy_at_huge_scales(alpha):
+    """log M and alpha (log M)' both grow like alpha; written as (log M - alpha) + alpha (1 - (log M)')
+    the entropy keeps an absolute error below 1e-12 (measured: at most 6.3e-13, at alpha = 1e3, from
+    the Bessel ratio's complement there), where subtracting the two lost every digit by alpha = 1e18."""
+    got = mean_field_entropy_cosine(alpha, 512.0, 3)
+    assert np.isfinite(got)
+    assert abs(got - float(_mp_cosine_entropy_d3(alpha, 512))) <= 1e-12
+
+
+@pytest.mark.parametrize("n", [1e10, 1e20, 1e150, 1e300])
+def test_cosine_entropy_rule_for_huge_lengths(n):
+    """For d = 3 and a large root, H = log n + 1 - log 2 - log alpha up to O(alpha e^-2alpha), so the
+    scale that keeps the training entropy t is n e^(1 - t) / 2: the rule meets it to 1e-12 relative."""
+    target = _mp_cosine_entropy_d3(1.0, 512)
+    with mp.workdps(400):
+        expected = float(mp.mpf(n) * mp.exp(1 - target) / 2)
+    assert alpha_for_mean_field_entropy(n, 512, 1.0, d=3) == pytest.approx(expected, rel=1e-12, abs=0)
+
+
+def test_cosine_entropy_rule_up_to_and_beyond_the_largest_float():
+    """At huge scales (d = 3) alpha / n is what the entropy keeps, so doubling n doubles the scale:
+    6e307 becomes 1.2e308; from 1e308 the doubled scale overflows and is refused with n named."""
+    assert alpha_for_mean_field_entropy(1024.0, 512, 6e307, d=3) == pytest.approx(1.2e308, rel=1e-12)
+    with pytest.raises(ValueError, match=r"^n = 1024\.0: .*beyond the largest float"):
+        alpha_for_mean_field_entropy(1024.0, 512, 1e308, d=3)

@@ -12,6 +12,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from . import _validate as v
 
+_LARGEST = float(np.finfo(float).max)
+
 __all__ = [
     "collision",
     "renyi2",
@@ -76,12 +78,27 @@ def mean_field_entropy_normal(alpha: ArrayLike, n: ArrayLike) -> NDArray[np.floa
 def mean_field_entropy_cosine(alpha: ArrayLike, n: ArrayLike, d: ArrayLike) -> NDArray[np.float64] | float:
     """Mean-field entropy for ``n`` cosine scores in ``R^d``:
     ``H ~ log n + log M(alpha) - alpha (log M)'(alpha)`` with ``M`` the cosine
-    moment generating function (:mod:`attnscale.scores`)."""
-    from .scores import dlog_mgf_cosine, log_mgf_cosine
+    moment generating function (:mod:`attnscale.scores`).
+
+    Both ``log M`` and ``alpha (log M)'`` grow like ``alpha``; outside the power-series
+    region of :mod:`attnscale.special` the two are not subtracted but written as
+    ``(log M - alpha) + alpha (1 - (log M)')``, the second factor being the Bessel
+    ratio's complement, so that the result keeps its accuracy for huge ``alpha``
+    (where ``H`` falls like ``log n - ((d - 1)/2) log alpha``)."""
+    from .scores import _alpha_d, _log_hyp0f1, _log_mgf_minus_alpha
+    from .special import _ratio_and_complement
 
     m = v.lengths(n)
     a = v.positive(alpha, "alpha")
-    return v.scalar_or_array(np.log(m) + log_mgf_cosine(a, d) - a * dlog_mgf_cosine(a, d))
+    a_, d_, shape = _alpha_d(a, d)
+    nu = 0.5 * d_ - 1.0
+    ratio, complement = _ratio_and_complement(nu, a_)
+    series_value, series = _log_hyp0f1(nu, a_)
+    # series region (alpha^2/4 <= 25 d/2, so alpha (log M)' is at most a few hundred): directly
+    direct = np.where(series, series_value, 0.0) - a_ * ratio
+    split = _log_mgf_minus_alpha(a_, d_) + a_ * complement
+    tail = np.where(series, direct, split).reshape(shape)
+    return v.scalar_or_array(np.log(m) + tail)
 
 
 def alpha_for_mean_field_entropy(n: ArrayLike, n_train: float = 512, alpha_train: float = 1.0, d: int | None = None,
@@ -90,7 +107,11 @@ def alpha_for_mean_field_entropy(n: ArrayLike, n_train: float = 512, alpha_train
     training length ``n_train`` and scale ``alpha_train``: the book's entropy-invariant
     rule. Normal scores (``d=None``): ``sqrt(alpha_train^2 + 2 log(n / n_train))``, from
     ``H ~ log n - alpha^2/2``; cosine scores in ``R^d``: the root of
-    :func:`mean_field_entropy_cosine` by Brent's method (to 1e-10 in ``alpha``).
+    :func:`mean_field_entropy_cosine` by Brent's method, to ``1e-10`` in ``alpha`` or ``1e-12``
+    of it, whichever is larger (the entropy flattens like ``-((d - 1)/2) log alpha``, so a
+    large root carries the relative error of the training entropy; measured against
+    ``mpmath`` up to roots of ``1e299``). A root beyond the largest float raises
+    ``ValueError`` naming ``n``.
 
     The mean-field entropy falls from ``log n`` as ``alpha`` grows, so the training
     entropy is out of reach where ``log n`` is at or below it (for normal scores,
@@ -122,8 +143,11 @@ def alpha_for_mean_field_entropy(n: ArrayLike, n_train: float = 512, alpha_train
             def gap(a: float, length: float = float(flat[i])) -> float:
                 return float(mean_field_entropy_cosine(a, length, d)) - target
 
-            hi = max(2.0 * a0, 1.0)
+            hi = max(min(2.0 * a0, _LARGEST), 1.0)
             while gap(hi) > 0:
-                hi *= 2.0
+                if hi == _LARGEST:
+                    raise ValueError(f"n = {v._show(flat[i])}: the scale that reaches the training entropy "
+                                     f"H = {target:.6g} nats is beyond the largest float")
+                hi = min(2.0 * hi, _LARGEST)
             out[i] = brentq(gap, 1e-9, hi, xtol=1e-10, rtol=1e-15)
     return v.scalar_or_array(out, np.shape(m))

@@ -89,13 +89,15 @@ def _debye_scaled(nu: NDArray, x: NDArray) -> NDArray:
 def _hankel_terms(nu: NDArray, x: NDArray) -> list[NDArray]:
     mu = 4.0 * nu * nu
     terms = [np.ones_like(x)]
-    for k in range(1, _HANKEL_TERMS + 1):
-        terms.append(-terms[-1] * (mu - (2 * k - 1) ** 2) / (k * 8.0 * x))
+    with np.errstate(over="ignore"):  # 8 k x overflows for x near the largest float: the term is then 0
+        for k in range(1, _HANKEL_TERMS + 1):
+            terms.append(-terms[-1] * (mu - (2 * k - 1) ** 2) / (k * 8.0 * x))
     return terms
 
 
 def _regions(nu: NDArray, x: NDArray) -> tuple[NDArray, NDArray, NDArray, NDArray]:
-    series = 0.25 * x * x <= 25.0 * (nu + 1.0)
+    with np.errstate(over="ignore"):  # x^2 overflows to inf above 1.3e154, outside the series region either way
+        series = 0.25 * x * x <= 25.0 * (nu + 1.0)
     hankel = ~series & (x > np.maximum(2000.0, 50.0 * (nu + 1.0) ** 2))
     debye = ~series & ~hankel & (nu >= _DEBYE_MIN_ORDER)
     return series, debye, hankel, ~series & ~hankel & ~debye
@@ -121,7 +123,7 @@ def _log_ive(nu: NDArray, x: NDArray) -> NDArray:
         out[debye] = _debye_scaled(nu[debye], x[debye])
     if hankel.any():
         x_ = x[hankel]
-        out[hankel] = -0.5 * np.log(2.0 * np.pi * x_) + np.log(sum(_hankel_terms(nu[hankel], x_)))
+        out[hankel] = -0.5 * (np.log(2.0 * np.pi) + np.log(x_)) + np.log(sum(_hankel_terms(nu[hankel], x_)))
     if direct.any():
         out[direct] = np.log(ive(nu[direct], x[direct]))
     return out
@@ -146,7 +148,7 @@ def _ratio_and_complement(nu: NDArray, x: NDArray) -> tuple[NDArray, NDArray]:
         total = sum(lower)
         # 1 - r = (sum_k t_k(nu) - t_k(nu+1)) / sum_k t_k(nu); the k = 1 difference, the largest,
         # is (2 nu + 1) / (2x) exactly, written so (its two terms are about nu^2 / (2x) each)
-        q[hankel] = ((2.0 * n_ + 1.0) / (2.0 * x_) + sum(a - b for a, b in zip(lower[2:], upper[2:]))) / total
+        q[hankel] = ((n_ + 0.5) / x_ + sum(a - b for a, b in zip(lower[2:], upper[2:]))) / total
         r[hankel] = sum(upper) / total
     other = debye | direct
     if other.any():
