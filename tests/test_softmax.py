@@ -9,9 +9,12 @@ from hypothesis.extra.numpy import arrays
 
 from attnscale.softmax import (
     gradient_l1,
+    jacobian_frobenius,
     jacobian_half_l1,
+    jacobian_spectral_norm,
     log_softmax,
     logsumexp,
+    power_weights,
     softmax,
     softmax_jacobian,
 )
@@ -235,3 +238,34 @@ def test_power_weights_is_normalised_relu_power_and_a_softmax_of_log_scores():
     assert np.all(power_weights(x)[x <= 0] == 0)
     with pytest.raises(ValueError, match="positive score"):
         power_weights([[1.0, 2.0], [-1.0, 0.0]])
+
+
+def test_spectral_norm_of_two_entry_rows_is_twice_their_product_down_to_the_smallest_floats():
+    """For n = 2, J = p1 p2 [[1, -1], [-1, 1]], whose largest eigenvalue is 2 p1 p2 (closed form).
+    Bisection at sqrt(lo hi) underflowed once p2 < 1e-154 (a quarter of the value from 1e-162 on);
+    a saturated row such as softmax([0, -400]) must still get its tiny norm to a few ulp."""
+    for e in (3, 100, 154, 156, 160, 162, 200, 300, 320):
+        p = np.array([1.0, 10.0**-e])
+        p = p / p.sum()
+        assert jacobian_spectral_norm(p) == pytest.approx(2 * p[0] * p[1], rel=4 * np.finfo(float).eps, abs=0), e
+    p = softmax([0.0, -400.0])
+    assert jacobian_spectral_norm(p, alpha=3.0) == pytest.approx(6 * p[0] * p[1], rel=4 * np.finfo(float).eps, abs=0)
+
+
+def test_spectral_norm_of_a_one_hot_row_is_exactly_zero():
+    """A one-hot row has J = diag(p) - p p^T = 0: its norm is 0, never above the Frobenius norm."""
+    rows = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
+    np.testing.assert_array_equal(jacobian_spectral_norm(rows), [0.0, 0.0, 0.5])
+    assert jacobian_spectral_norm([1.0, 0.0, 0.0]) == 0.0 == jacobian_frobenius([1.0, 0.0, 0.0])
+    assert jacobian_spectral_norm([1.0]) == 0.0
+
+
+def test_power_weights_neither_overflow_nor_underflow_in_the_scale():
+    """relu(scale s)^2 normalised, for scores whose product with the scale leaves the float range:
+    (1e308, 5e307) at scale 10 and (1e-200, 2e-200) at scale 1e-200 give 4:1 and 1:4. The weights
+    go through m log(scale s_i), whose rounding (an ulp of about 700 here) moves them by up to
+    m 700 eps = 3e-13 relative (measured 9.4e-14)."""
+    np.testing.assert_allclose(power_weights([1e308, 5e307], scale=10.0), [0.8, 0.2], rtol=1e-12)
+    np.testing.assert_allclose(power_weights([1e-200, 2e-200], scale=1e-200), [0.2, 0.8], rtol=1e-12)
+    with pytest.raises(ValueError, match=r"^scale of shape \(3,\) does not broadcast against s of shape \(2,\)"):
+        power_weights([1.0, 2.0], scale=[1.0, 2.0, 3.0])

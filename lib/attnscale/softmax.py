@@ -117,12 +117,15 @@ def power_weights(s: ArrayLike, m: float = 2.0, scale: ArrayLike = 1.0, axis: in
     degree = v.real_above(m, "m")
     a = v.positive(scale, "scale")
     ax = v.axis_index(axis, arr.ndim)
-    x = arr * a
-    positive = x > 0
+    try:
+        arr, a = np.broadcast_arrays(arr, a)
+    except ValueError:
+        raise ValueError(f"scale of shape {a.shape} does not broadcast against s of shape {arr.shape}") from None
+    positive = arr > 0  # scale > 0, so scale s_i > 0 exactly where s_i > 0
     if not np.all(np.any(positive, axis=ax)):
         raise ValueError("s must have a positive score in every row (relu^m weights of a row with none are 0/0)")
-    with np.errstate(divide="ignore"):
-        logs = np.where(positive, np.log(np.where(positive, x, 1.0)), -np.inf)
+    # log(scale s) as log scale + log s: the product can overflow (1e308 x 10) or underflow (1e-200 x 1e-200)
+    logs = np.where(positive, np.log(a) + np.log(np.where(positive, arr, 1.0)), -np.inf)
     return softmax(logs, degree, ax)
 
 
@@ -220,6 +223,7 @@ def jacobian_spectral_norm(p: ArrayLike, alpha: ArrayLike = 1.0, iterations: int
     Vectorised bisection on ``[p_(2), p_(1)]`` at geometric midpoints
     (``iterations`` halvings of the log-width, 64 by default: below one ulp
     for any float64 bracket), ``O(n)`` work per step and no ``n x n`` matrix.
+    A row with a single positive entry (``p_(2) = 0``) has ``J = 0`` and gets exactly 0.
     """
     arr = v.probabilities(p, "p")
     a = _alpha_for_batch(alpha, arr.shape[:-1])
@@ -227,8 +231,9 @@ def jacobian_spectral_norm(p: ArrayLike, alpha: ArrayLike = 1.0, iterations: int
     top2 = -np.partition(-arr, 1, axis=-1)[..., :2] if arr.shape[-1] > 1 else np.concatenate([arr, 0 * arr], -1)
     lo, hi = top2[..., 1].copy(), top2[..., 0].copy()
     for _ in range(iterations):
-        # geometric midpoints give relative precision even when the root is tiny next to p_(1)
-        mid = np.where(lo > 0, np.sqrt(lo * hi), 0.5 * (lo + hi))
+        # geometric midpoints give relative precision even when the root is tiny next to p_(1);
+        # sqrt(lo) sqrt(hi), not sqrt(lo hi), which underflows once lo hi < 1e-308
+        mid = np.sqrt(lo) * np.sqrt(hi)
         with np.errstate(divide="ignore", invalid="ignore"):
             terms = np.where(arr > 0, arr / (arr - mid[..., None]), 0.0)
         g = np.sum(terms, axis=-1)
@@ -236,7 +241,7 @@ def jacobian_spectral_norm(p: ArrayLike, alpha: ArrayLike = 1.0, iterations: int
         below = g < 0
         lo = np.where(below, mid, lo)
         hi = np.where(below, hi, mid)
-    return a * 0.5 * (lo + hi)
+    return np.where(top2[..., 1] > 0, a * 0.5 * (lo + hi), 0.0)
 
 
 def softmax_vjp(p: ArrayLike, g: ArrayLike, alpha: ArrayLike = 1.0) -> NDArray[np.float64]:
