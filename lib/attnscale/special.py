@@ -23,9 +23,10 @@ The ratio ``I_{nu+1}/I_nu`` and its complement ``1 - I_{nu+1}/I_nu`` come from t
 Debye and ``ive`` regions between them they are the ``exp`` and ``-expm1`` of the difference
 of two ``log ive`` values, so they inherit those values' absolute error: the ratio is good
 to about ``1e-12`` (measured up to ``2.5e-12``), and the complement, which is about
-``(2 nu + 1) / (2x)`` for large ``x``, loses relative accuracy as it shrinks: about
-``2e-12`` where it is above ``1e-4``, and up to ``1.1e-10`` just below the Hankel region at
-``nu = 2047`` (``x`` near ``2e8``).
+``(2 nu + 1) / (2x)`` for large ``x``, loses relative accuracy as it shrinks: its relative
+error is about ``1e-12`` or ``1e-15 x / (nu + 1)``, whichever is larger (within a factor of
+two where measured), so up to ``7e-12`` at ``nu = 100`` and ``1.1e-10`` at
+``nu = 2047`` just below the Hankel region.
 """
 
 from __future__ import annotations
