@@ -27,7 +27,7 @@ help:
 	@echo "make execute   re-execute all chapters and store their outputs"
 	@echo "make lab       open the chapters in JupyterLab with the book's environment"
 	@echo "make pdf       the whole book as one PDF (needs Chromium)"
-	@echo "make mutate   mutation testing of the library (mutmut, about 30 min)"
+	@echo "make mutate   mutation testing of the library (mutmut, about an hour)"
 	@echo "make bench     run the benchmarks (then make execute to refresh the appendix)"
 	@echo "make timings   nbval over the chapters against the kernel-start floor, and per-chapter times"
 	@echo "make sweep     run the Part IV training sweep and its learned-scale, AdamW and length arms (about 40 min on two cores; then make execute)"
@@ -62,7 +62,7 @@ pdf: $(STAMP)
 
 # Mutation testing of the library's mathematical core with mutmut (the [mutate]
 # extra, installed on first use), in a scratch copy; prints the score per module.
-# Not part of make test: 32 minutes for 2,352 mutants on this 2-core machine.
+# Not part of make test: about an hour for 3,019 mutants on this 2-core machine.
 mutate: $(STAMP)
 	$(BIN)/python -c 'import mutmut' 2>/dev/null || $(BIN)/python -m pip install --quiet --require-hashes -r requirements-tools.txt
 	bash tools/mutate.sh $(MUTATE_ARGS)
