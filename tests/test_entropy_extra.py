@@ -60,3 +60,19 @@ def test_cosine_entropy_rule_up_to_and_beyond_the_largest_float():
     assert alpha_for_mean_field_entropy(1024.0, 512, 6e307, d=3) == pytest.approx(1.2e308, rel=1e-12)
     with pytest.raises(ValueError, match=r"^n = 1024\.0: .*beyond the largest float"):
         alpha_for_mean_field_entropy(1024.0, 512, 1e308, d=3)
+
+
+@pytest.mark.parametrize("d", [None, 3, 4096])
+def test_entropy_rule_at_the_training_length_is_the_training_scale(d):
+    """At n = n_train the rule keeps the training scale, also when alpha_train is so small that the
+    training entropy rounds to log n_train (it raised 'n must exceed e^H' there)."""
+    for a0 in (1e-8, 0.3, 1.0):
+        assert alpha_for_mean_field_entropy(512.0, 512, a0, d=d) == a0
+
+
+def test_cosine_entropy_at_subnormal_scales_is_silent():
+    """alpha below 1e-308 is in the series region; the large-alpha route is not evaluated there
+    (its 2/alpha overflowed with a warning, though the result was discarded)."""
+    with np.errstate(over="raise", divide="raise", invalid="raise"):  # underflow of alpha^2 is harmless
+        got = mean_field_entropy_cosine(1e-309, 512.0, 64)
+    assert got == pytest.approx(np.log(512), abs=1e-15)

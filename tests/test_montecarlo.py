@@ -93,3 +93,10 @@ def test_gap_density_for_astronomical_n_against_mpmath(n):
         top = mp.sqrt(2 * mp.log(N))
         ref = mp.quad(f, [-mp.inf, top - 3, top - 1, top, top + 1, top + 3, mp.inf])
     assert abs(gap_density_at_zero(n) / float(ref) - 1) < 1e-8
+
+
+def test_gap_density_refuses_lengths_beyond_the_float_range_naming_n():
+    """An integer n above the largest float cannot be integrated in floats: a ValueError names n
+    (it was Python's OverflowError from float(n))."""
+    with pytest.raises(ValueError, match=r"^n must be at most the largest float"):
+        gap_density_at_zero(10**309)

@@ -89,3 +89,12 @@ def test_bessel_ratio_complement_at_large_order_in_the_hankel_region(nu, x):
     at (2047, 1e23) was off by 1.1e-13; now the Hankel region's 1e-14 holds at every order."""
     assert x > max(2000.0, 50.0 * (nu + 1.0) ** 2)
     assert bessel_ratio_complement(nu, x) == pytest.approx(_mp_hankel_complement(nu, x), rel=1e-14, abs=0)
+
+
+@pytest.mark.parametrize("nu", [0.0, 1.0, 2.5])
+def test_log_ive_at_the_smallest_subnormal_argument(nu):
+    """x = 5e-324 (x/2 rounds to 0): log I_nu(x) - x from log x - log 2, not log(x/2), which gave
+    NaN at nu = 0 and -inf at nu = 1 (mpmath reference)."""
+    with mp.workdps(50):
+        ref = float(mp.log(mp.besseli(nu, mp.mpf(5e-324))) - mp.mpf(5e-324))
+    assert log_besseli_scaled(nu, 5e-324) == pytest.approx(ref, rel=1e-14, abs=1e-300)

@@ -267,5 +267,9 @@ def test_power_weights_neither_overflow_nor_underflow_in_the_scale():
     m 700 eps = 3e-13 relative (measured 9.4e-14)."""
     np.testing.assert_allclose(power_weights([1e308, 5e307], scale=10.0), [0.8, 0.2], rtol=1e-12)
     np.testing.assert_allclose(power_weights([1e-200, 2e-200], scale=1e-200), [0.2, 0.8], rtol=1e-12)
-    with pytest.raises(ValueError, match=r"^scale of shape \(3,\) does not broadcast against s of shape \(2,\)"):
+    with pytest.raises(ValueError, match=r"^scale of shape \(3,\) does not broadcast to the shape \(2,\) of s"):
         power_weights([1.0, 2.0], scale=[1.0, 2.0, 3.0])
+    # a scale with more axes than s would normalise along the wrong axis: refused, also when it would broadcast
+    with pytest.raises(ValueError, match=r"^scale of shape \(2, 1\) does not broadcast to the shape \(3,\) of s"):
+        power_weights([1.0, 2.0, 3.0], 2, [[1.0], [2.0]])
+    np.testing.assert_allclose(power_weights([[1.0, 2.0, 3.0]] * 2, 2, [[1.0], [2.0]]), np.array([[1, 4, 9]] * 2) / 14, rtol=1e-15)

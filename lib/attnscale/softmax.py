@@ -117,10 +117,10 @@ def power_weights(s: ArrayLike, m: float = 2.0, scale: ArrayLike = 1.0, axis: in
     degree = v.real_above(m, "m")
     a = v.positive(scale, "scale")
     ax = v.axis_index(axis, arr.ndim)
-    try:
-        arr, a = np.broadcast_arrays(arr, a)
+    try:  # the shape of s: a scale with more axes would move the axis the weights are normalised along
+        a = np.broadcast_to(a, arr.shape)
     except ValueError:
-        raise ValueError(f"scale of shape {a.shape} does not broadcast against s of shape {arr.shape}") from None
+        raise ValueError(f"scale of shape {a.shape} does not broadcast to the shape {arr.shape} of s") from None
     positive = arr > 0  # scale > 0, so scale s_i > 0 exactly where s_i > 0
     if not np.all(np.any(positive, axis=ax)):
         raise ValueError("s must have a positive score in every row (relu^m weights of a row with none are 0/0)")
