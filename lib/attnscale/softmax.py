@@ -241,7 +241,7 @@ def jacobian_spectral_norm(p: ArrayLike, alpha: ArrayLike = 1.0, iterations: int
         below = g < 0
         lo = np.where(below, mid, lo)
         hi = np.where(below, hi, mid)
-    return np.where(top2[..., 1] > 0, a * 0.5 * (lo + hi), 0.0)
+    return a * 0.5 * (lo + hi) * (top2[..., 1] > 0)  # times 0 for one-hot rows; a scalar stays a scalar
 
 
 def softmax_vjp(p: ArrayLike, g: ArrayLike, alpha: ArrayLike = 1.0) -> NDArray[np.float64]:
