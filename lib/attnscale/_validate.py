@@ -12,6 +12,9 @@ import numbers
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+#: the largest float64, where scales and lengths computed in floats must stop
+LARGEST_FLOAT = float(np.finfo(float).max)
+
 
 def _show(value: object) -> str:
     """A short, stable rendering of a bad value for an error message."""

@@ -12,8 +12,6 @@ from numpy.typing import ArrayLike, NDArray
 
 from . import _validate as v
 
-_LARGEST = float(np.finfo(float).max)
-
 __all__ = [
     "collision",
     "renyi2",
@@ -95,8 +93,7 @@ def mean_field_entropy_cosine(alpha: ArrayLike, n: ArrayLike, d: ArrayLike) -> N
     from .special import _ratio_and_complement
 
     m = v.lengths(n)
-    a = v.positive(alpha, "alpha")
-    a_, d_, shape = _alpha_d(a, d)
+    a_, d_, shape = _alpha_d(alpha, d)  # validates alpha (> 0) and d (>= 2)
     nu = 0.5 * d_ - 1.0
     ratio, complement = _ratio_and_complement(nu, a_)
     series_value, series = _log_hyp0f1(nu, a_)
@@ -157,11 +154,11 @@ def alpha_for_mean_field_entropy(n: ArrayLike, n_train: float = 512, alpha_train
             def gap(a: float, length: float = float(flat[i])) -> float:
                 return float(mean_field_entropy_cosine(a, length, d)) - target
 
-            hi = max(min(2.0 * a0, _LARGEST), 1.0)
+            hi = max(min(2.0 * a0, v.LARGEST_FLOAT), 1.0)
             while gap(hi) > 0:
-                if hi == _LARGEST:
+                if hi == v.LARGEST_FLOAT:
                     raise ValueError(f"n = {v._show(flat[i])}: the scale that reaches the training entropy "
                                      f"H = {target:.6g} nats is beyond the largest float")
-                hi = min(2.0 * hi, _LARGEST)
+                hi = min(2.0 * hi, v.LARGEST_FLOAT)
             out[i] = brentq(gap, 1e-9, hi, xtol=1e-10, rtol=1e-15)
     return v.scalar_or_array(out, np.shape(m))

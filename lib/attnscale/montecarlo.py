@@ -20,8 +20,6 @@ from scipy.special import log_ndtr
 from . import _validate as v
 from .softmax import gradient_l1, softmax
 
-_LARGEST_FLOAT = float(np.finfo(float).max)
-
 __all__ = ["collision_and_gradient", "row_optimum", "typical_row_optimum", "gap_density_at_zero", "rem_collision"]
 
 
@@ -149,7 +147,7 @@ def gap_density_at_zero(n: int) -> float:
     for ``n`` from 2 to the largest float (``tests/test_montecarlo.py``,
     ``tests/test_mutants_montecarlo.py``)."""
     count = v.integer_at_least(n, "n", 2)
-    if count > _LARGEST_FLOAT:  # a float from here: n may exceed the int64 range, not the float range
+    if count > v.LARGEST_FLOAT:  # a float from here: n may exceed the int64 range, not the float range
         raise ValueError(f"n must be at most the largest float, about 1.8e308, got an integer of {len(str(count))} digits")
     m = float(count)
     log_front = np.log(m) + np.log(m - 1.0) - np.log(2 * np.pi)
