@@ -64,6 +64,30 @@ timeout_multiplier = 10.0
 CFG
 if [ -n "${SHARED:-}" ]; then export ATTNSCALE_SEEDS="$SHARED/seeds"; fi
 
+# Each mutant runs, with -x, the tests that reached the mutated function, in an
+# arbitrary order; run them fastest first (durations from mutmut's own stats
+# phase) so that a killed mutant stops at the cheapest failing test. Only the
+# order changes, never which tests run: a survivor still passes all of them.
+cat >> tests/conftest.py <<'ORDER'
+
+
+_MUTMUT_DURATIONS = None
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Scratch copy only (appended by tools/mutate.sh): fastest tests first."""
+    global _MUTMUT_DURATIONS
+    if not _MUTMUT_DURATIONS:  # not cached until the stats phase has written them
+        import json as _json
+
+        try:
+            with open("mutmut-stats.json") as fh:
+                _MUTMUT_DURATIONS = _json.load(fh)["duration_by_test"]
+        except (OSError, ValueError, KeyError):
+            return
+    items.sort(key=lambda item: _MUTMUT_DURATIONS.get(item.nodeid, 0.0))
+ORDER
+
 # 1. sanity: the unmutated suite passes here, and a planted fault in the scratch copy is caught
 export PYTHONDONTWRITEBYTECODE=1
 sanity_args=(-q -p no:cacheprovider -x tests/test_softmax.py tests/test_measures.py)
