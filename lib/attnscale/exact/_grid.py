@@ -131,7 +131,11 @@ _W_STEP = 0.125  # exactly representable: the grid spacing equals the weight
 def quantile_nodes(d: int | None, n_max: float) -> tuple[NDArray, NDArray, NDArray, NDArray]:
     """Nodes ``w`` (step 1/8) of the logit-quantile map ``F(s) = sigmoid(w)``, with
     ``s(w)``, ``log f(s(w))`` and ``f'/f`` at ``s(w)``."""
-    w = -50.0 + _W_STEP * np.arange(math.ceil((105.0 + math.log(n_max)) / _W_STEP))
+    # The integrands decay like sigmoid(w)^(n-1) at the lower end and sigmoid(-w) at the
+    # upper one, times f; for d = 5, f' is not 0 at s = +-1 and near_tie_second's
+    # integrand decays only like e^(-|w|/2) (at the lower end undamped when n = 2): the
+    # range reaches e^-40 of it at both ends.
+    w = -80.0 + _W_STEP * np.arange(math.ceil((160.0 + math.log(n_max)) / _W_STEP))
     lower = w <= 0
     if d is None:
         q = np.where(lower, expit(w), expit(-w))

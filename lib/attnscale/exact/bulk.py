@@ -126,7 +126,9 @@ def near_tie_correction(n: ArrayLike, d: int | None = None) -> Out:
     (from ``n (n-1) (pi^2/6) int [f f'' F^(n-2) + ((n-2)/2) f^2 f' F^(n-3)] ds`` after an
     integration by parts). Normal scores, ``n = 2``: ``-pi^(3/2) / 12``. Defined for
     normal scores and cosine scores with ``d >= 5`` (for smaller ``d`` the expansion
-    has other powers, see :func:`near_tie_limit`), which raise ``ValueError``.
+    has other powers, see :func:`near_tie_limit`), which raise ``ValueError``. Same
+    quadrature as :func:`near_tie_limit`, relative error below 1e-12 (``d = 5``, where
+    ``f'`` does not vanish at ``s = +-1``, within 1e-14 of its closed forms).
     """
     m = _lengths(n)
     law = _law(d)
