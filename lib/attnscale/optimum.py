@@ -17,7 +17,7 @@ from scipy.optimize import brentq
 from scipy.special import gammaln
 
 from . import _validate as v
-from .scores import _dims
+from .scores import _bessel_dims
 from .special import _log_hyp0f1, _log_ive, _ratio_and_complement
 
 __all__ = [
@@ -232,7 +232,7 @@ def _cosine_terms(alpha: NDArray, d: NDArray) -> tuple[NDArray, NDArray]:
 
 def _cosine_log_excess(alpha: ArrayLike, n: ArrayLike, d: ArrayLike) -> tuple[NDArray, NDArray]:
     """Validated, broadcast ``alpha`` and ``log(R(alpha) / n)`` for cosine scores."""
-    a, m, d_ = np.broadcast_arrays(v.positive(alpha, "alpha"), v.lengths(n), _dims(d))
+    a, m, d_ = np.broadcast_arrays(v.positive(alpha, "alpha"), v.lengths(n), _bessel_dims(d))
     log_r, _ = _cosine_terms(a.ravel().copy(), d_.ravel().copy())
     return a, (log_r - np.log(m.ravel())).reshape(a.shape)
 
@@ -264,11 +264,11 @@ def alpha_star_cosine(n: ArrayLike, d: ArrayLike, *, iterations: int = 60) -> ND
     ``1.5 sqrt(d) alpha*_N(n)``, the large-``d`` limit) and then the Illinois variant of regula falsi in ``log alpha``
     (at most ``iterations`` steps, 60 by default; it usually stops after about
     ten, when the bracket is below 4e-16 relative). All Bessel quantities are in the log domain
-    (:mod:`attnscale.special`), so ``d`` up to thousands and ``alpha`` up to
+    (:mod:`attnscale.special`), so ``d`` up to 65536 (larger ``d`` is refused) and ``alpha`` up to
     ``1e25`` are fine.
     """
     m = v.lengths(n)
-    d_ = _dims(d)
+    d_ = _bessel_dims(d)
     iterations = v.integer_at_least(iterations, "iterations", 1)
     m, d_ = np.broadcast_arrays(m, d_)
     shape = m.shape

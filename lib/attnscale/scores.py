@@ -32,11 +32,26 @@ __all__ = [
 ]
 
 
+# Largest d for the Bessel-function quantities (the moment generating function and what
+# is built on it): attnscale.special keeps its documented accuracy up to the order
+# nu = d/2 - 1 = 32767 and loses it roughly in proportion to nu beyond.
+D_MAX = 65536
+
+
 def _dims(d: ArrayLike, name: str = "d") -> NDArray[np.float64]:
     arr = v.finite(d, name)
     bad = arr < 2
     if bad.any():
         raise ValueError(f"{name} must be >= 2 (cosines need at least two dimensions), got {v._show(arr[bad][0])}")
+    return arr
+
+
+def _bessel_dims(d: ArrayLike) -> NDArray[np.float64]:
+    """``d`` for the Bessel-function quantities: ``2 <= d <= D_MAX``."""
+    arr = _dims(d)
+    bad = arr > D_MAX
+    if bad.any():
+        raise ValueError(f"d must be <= {D_MAX} (the supported maximum for the moment generating function), got {v._show(arr[bad][0])}")
     return arr
 
 
@@ -120,7 +135,7 @@ def sample_dot_products(rng: np.random.Generator, size: int, d: int, *, rho: flo
 
 def _alpha_d(alpha: ArrayLike, d: ArrayLike) -> tuple[NDArray, NDArray, tuple[int, ...]]:
     a = v.positive(alpha, "alpha")
-    d_ = _dims(d)
+    d_ = _bessel_dims(d)
     a, d_ = np.broadcast_arrays(a, d_)
     return a.ravel().copy(), d_.ravel().copy(), a.shape
 

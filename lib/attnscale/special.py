@@ -26,10 +26,11 @@ to about ``1e-12`` (measured up to ``3.2e-12``), and the complement, which is ab
 ``(2 nu + 1) / (2x)`` for large ``x``, loses relative accuracy as it shrinks: its relative
 error is about ``1e-12`` or ``1e-15 x / (nu + 1)``, whichever is larger (within a factor of
 three where measured), so up to ``7e-12`` at ``nu = 100`` and ``1.1e-10`` at
-``nu = 2047`` just below the Hankel region. Orders above 2047 are accepted but not
-needed by the book: there the Debye route's complement loses accuracy roughly in
-proportion to ``nu`` (``4e-12`` relative measured at ``nu = 32767``, ``x = 4e4``), and at
-astronomical orders (``1e150``) it is meaningless.
+``nu = 2047`` just below the Hankel region. Orders above 2047 are not needed by the
+book: there the Debye route's complement loses accuracy roughly in proportion to ``nu``
+(``4e-12`` relative measured at ``nu = 32767``, ``x = 4e4``) and at astronomical orders
+(``1e150``) it is meaningless, so the public functions built on this module refuse
+``d > 65536`` (``nu > 32767``, ``attnscale.scores.D_MAX``).
 """
 
 from __future__ import annotations

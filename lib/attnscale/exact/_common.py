@@ -10,11 +10,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import _validate as v
+from ..scores import D_MAX
 from . import _grid
 
 N_MAX = 1e15
 ALPHA_MAX = 1e4
-D_MAX = 65536
 _NORMAL_FLOOR = 38.5  # |s| beyond which the normal density underflows
 
 Out = NDArray[np.float64] | float
