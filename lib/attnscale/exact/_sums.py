@@ -206,18 +206,33 @@ def needle(tab: Tables, n: NDArray, u0: NDArray, what: str) -> NDArray:
         lp1 = np.multiply.outer(n - 1.0, tab.logphi)
         if what == "weight":
             return H * np.einsum("ij,ij->i", np.exp(x0 - e0), np.exp(lp1))
-        q0 = np.exp(-e0)
-        p2 = np.exp(np.multiply.outer(n - 2.0, tab.logphi))
         if what == "sum_p2":
+            q0 = np.exp(-e0)
+            p2 = np.exp(np.multiply.outer(n - 2.0, tab.logphi))
             a = np.einsum("ij,ij->i", np.exp(2.0 * x0 - e0), np.exp(lp1))
             b = np.einsum("ij,ij->i", q0 * p2, np.broadcast_to(tab.get("A2"), q0.shape))
             return H * (a + (n - 1.0) * b)
-        # entropy: the int k(u0 - y) dy = 0 part is taken out, so a dominant needle's tiny
-        # entropy keeps its relative accuracy
+        # entropy: int k0 dy = 0 and int B dy = 0 hold exactly, but their lattice sums are
+        # rounding-sized (~6e-16), which a tiny entropy cannot absorb. Each term is summed
+        # either as it stands or with its kernel's zero integral taken out (expm1 for exp),
+        # whichever has the smaller integrand: taking it out keeps a dominant needle's tiny
+        # entropy accurate, leaving it in keeps a row dominated by the other key accurate.
         k0 = np.exp(x0 - e0) * (x0 + EULER)
-        a = np.einsum("ij,ij->i", k0, np.expm1(lp1))
-        b = np.einsum("ij,ij->i", q0 * p2, np.broadcast_to(tab.get("B"), q0.shape))
+        lq2 = np.multiply.outer(n - 2.0, tab.logphi) - e0  # log(e^(-e0) phi^(n-2))
+        a = _smaller_form(k0, lp1)
+        b = _smaller_form(np.broadcast_to(tab.get("B"), x0.shape), lq2)
         return -H * (a + (n - 1.0) * b)
+
+
+def _smaller_form(kernel: NDArray, log_factor: NDArray) -> NDArray:
+    """Row sums of ``kernel * exp(log_factor)`` where the kernel's own row sum is zero in
+    exact arithmetic, so ``kernel * expm1(log_factor)`` has the same sum: whichever of the
+    two has the smaller sum of absolute values (the smaller rounding error)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        forms = (np.exp(log_factor), np.expm1(log_factor))
+    sums = [np.einsum("ij,ij->i", kernel, f) for f in forms]
+    sizes = [np.einsum("ij,ij->i", np.abs(kernel), np.abs(f)) for f in forms]
+    return np.where(sizes[0] <= sizes[1], sums[0], sums[1])
 
 
 def needle_grid(j0: int, j1: int, u0: NDArray) -> NDArray[np.int64]:

@@ -91,6 +91,8 @@ def needle_weight_mean_field(n: ArrayLike, alpha: ArrayLike, gap: ArrayLike, d: 
         log_m[pos] = log_mgf_cosine(a_[pos], law)
     excess = log_m - a_ * g_  # log(M / e^(alpha g))
     z = np.log(n_ - 1.0) + excess
-    # 1 / (1 + (n-1) e^excess) is exactly 1/n at alpha = 0; where z > 30 it is sigmoid(-z)
-    near = 1.0 / (1.0 + (n_ - 1.0) * np.exp(np.minimum(excess, 700.0)))
+    # 1 / (1 + (n-1) e^excess) is exactly 1/n at alpha = 0; where z > 30 it is sigmoid(-z).
+    # It is used only where z <= 30, where excess <= z (log(n-1) >= 0): the cap at 30 keeps
+    # (n-1) e^excess finite elsewhere without changing a used value.
+    near = 1.0 / (1.0 + (n_ - 1.0) * np.exp(np.minimum(excess, 30.0)))
     return v.scalar_or_array(np.where(z > 30.0, expit(-z), near), shape)
