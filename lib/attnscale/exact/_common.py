@@ -75,7 +75,11 @@ def _nodes(alpha: float, d: int | None, n_max: float, g_lo: float | None = None,
         if g_lo is not None and g_lo < 0:
             bottom = max(bottom, min(_NORMAL_FLOOR, math.sqrt(g_lo * g_lo + 74.0)))
         if g_hi is not None:
-            top = max(top, min(_NORMAL_FLOOR, g_hi + 1.0, alpha + 9.0))
+            # a key just above a dominant needle still carries its (tiny) entropy: the
+            # integrand at s = g + x falls like exp(-(g + alpha) x - x^2 / 2) relative to
+            # s = g; keep x up to where that is e^-45 (at least 1)
+            reach = math.sqrt((g_hi + alpha) ** 2 + 90.0) - (g_hi + alpha)
+            top = max(top, min(_NORMAL_FLOOR, g_hi + max(1.0, reach), alpha + 9.0))
         return _grid.normal_nodes(alpha, bottom, top)
     nodes, _, _ = _grid.cosine_nodes(alpha, d, 50.0 + math.log(n_max))
     if g_lo is not None and g_hi is not None:

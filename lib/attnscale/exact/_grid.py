@@ -33,7 +33,10 @@ class Nodes:
 
 def normal_tail_cut(n_max: float) -> float:
     """Truncation ``|s| <= L`` for normal scores: the mass left out, ``2 Phi(-L)``, is
-    below ``e^-42 / n_max``, far under what any of the integrals can resolve."""
+    below ``e^-42 / n_max``. A key beyond ``L`` is rare but dominates its row when it occurs,
+    so the relative error this leaves grows with ``n_max``: below 1e-12 up to
+    ``n = 1e9`` (where the accuracy of :mod:`attnscale.exact` is measured), about 3e-11 in
+    ``E sum p^2`` at ``n = 1e15``, ``alpha = 3`` (measured)."""
     return math.sqrt(2.0 * (42.0 + math.log(n_max)))
 
 
