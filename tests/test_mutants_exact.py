@@ -153,8 +153,14 @@ def _shared_query_reference(n, alpha, d, panels, deg):
     k = 0.5 * d
     drop = lambda t: k * (math.expm1(t) - t) - 80.0  # noqa: E731  (log peak - log rho)
     lo, hi = brentq(drop, -80.0 / k - 2.0, 0.0), brentq(drop, 0.0, 30.0)
+    return _panel_average(n, alpha, d, np.linspace(lo, hi, panels + 1), deg)
+
+
+def _panel_average(n, alpha, d, edges, deg):
+    """The average over ``t = log R^2`` by Gauss-Legendre panels of degree ``deg`` between
+    ``edges``."""
+    k = 0.5 * d
     x, w = roots_legendre(deg)
-    edges = np.linspace(lo, hi, panels + 1)
     mid, half = 0.5 * (edges[1:] + edges[:-1]), 0.5 * np.diff(edges)
     t = (mid[:, None] + half[:, None] * x).ravel()
     wt = (half[:, None] * w).ravel()
@@ -286,13 +292,7 @@ def _shared_query_split_panels(n, alpha, d, left, right, deg):
     k = 0.5 * d
     hi = brentq(lambda t: k * (math.expm1(t) - t) - 80.0, 0.0, 30.0)
     edges = np.concatenate([np.linspace(-40.0, 0.0, left + 1)[:-1], np.linspace(0.0, hi, right + 1)])
-    x, w = roots_legendre(deg)
-    mid, half = 0.5 * (edges[1:] + edges[:-1]), 0.5 * np.diff(edges)
-    t = (mid[:, None] + half[:, None] * x).ravel()
-    wt = (half[:, None] * w).ravel()
-    rho = np.exp(k * math.log(k) - gammaln(k) + k * t - k * np.exp(t))
-    vals = np.asarray(E.expected_sum_p2(n, alpha * np.exp(0.5 * t)))
-    return 1.0 / n + wt @ (rho * (vals - 1.0 / n))
+    return _panel_average(n, alpha, d, edges, deg)
 
 
 def test_shared_query_keeps_the_rare_frozen_tail():

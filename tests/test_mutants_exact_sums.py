@@ -51,17 +51,7 @@ import pytest
 from attnscale import exact as E
 from attnscale.exact import _sums
 from attnscale.exact._common import _nodes
-
-CALL = {
-    "p2": E.expected_sum_p2,
-    "hl1": E.expected_half_l1,
-    "H": E.expected_entropy,
-    "w": E.needle_weight,
-    "np2": E.needle_sum_p2,
-    "nH": E.needle_entropy,
-}
-# documented relative accuracies (docstrings of attnscale.exact.bulk and .needle)
-RTOL = {"p2": 1e-12, "hl1": 1e-12, "H": 1e-11, "w": 1e-11, "np2": 1e-11, "nH": 1e-11}
+from exact_calls import CALL, RTOL  # tests/exact_calls.py
 
 
 def test_a_table_that_was_not_computed_is_refused_by_name():
