@@ -113,6 +113,9 @@ def test_gap_of_exactly_minus_35_is_accepted_for_normal_scores():
         (lambda: E.needle_weight(4, 1.0, [0.2, 1.5, -2.0], 8), "gap must lie in [-1, 1] for cosine scores, got 1.5"),
         (lambda: E.needle_entropy(4, 1.0, -35.5), "gap must be >= -35 for normal scores (the needle weight underflows below), got -35.5"),
         (lambda: E.needle_sum_p2(4, 1.0, [0.0, -36.0]), "gap must be >= -35 for normal scores (the needle weight underflows below), got -36.0"),
+        # the shared range check of n, alpha (kills the value dropped from, and the reason
+        # upper-cased in, the message of _bounded and _lengths)
+        (lambda: E.expected_sum_p2([64, 1.5], 1.0), "n must be >= 2 (a row needs at least two keys), got 1.5"),
     ],
 )
 def test_gap_errors_name_the_first_bad_value(call, message):
