@@ -36,62 +36,17 @@ from attnscale import exact as E
 from attnscale.montecarlo import gap_density_at_zero
 from attnscale.optimum import alpha_star_normal
 from attnscale.scores import sample_cosines
+from exact_reference import BULK, NEEDLE, REFERENCE, binary_entropy, call, sig
 
 RTOL = 1e-11  # asserted; the measured maximum over every reference below is about 4e-14
 EG = mp.euler
 
-BULK = {"p2": E.expected_sum_p2, "hl1": E.expected_half_l1, "H": E.expected_entropy}
-NEEDLE = {"w": E.needle_weight, "np2": E.needle_sum_p2, "nH": E.needle_entropy}
 
-# (function, n, alpha, d, gap, value): nested Gauss-Legendre in mpmath, 40 digits
-REFERENCE = [
-    ('p2', 64, 2.0, None, None, '0.1607351123806254831573238'),
-    ('hl1', 64, 2.0, None, None, '1.67852977523873901695557'),
-    ('H', 64, 2.0, None, None, '2.642501921929884435443554'),
-    ('p2', 1e9, 0.05, None, None, '1.002503127603273129336232e-9'),
-    ('hl1', 1e9, 0.05, None, None, '0.0499999999498748463953939'),
-    ('H', 1e9, 0.05, None, None, '20.72201583694766585003916'),
-    ('p2', 1e9, 50.0, None, None, '0.878291574969413928912343'),
-    ('hl1', 1e9, 50.0, None, None, '6.085421251529306189565428'),
-    ('H', 1e9, 50.0, None, None, '0.2195628138752877729420282'),
-    ('p2', 4096, 10.0, None, None, '0.6416768492372704137117076'),
-    ('hl1', 4096, 10.0, None, None, '3.583231507627296274414404'),
-    ('H', 4096, 10.0, None, None, '0.786169147147375955635528'),
-    ('p2', 16, 1000.0, 2, None, '0.9548514275981337744263298'),
-    ('hl1', 16, 1000.0, 2, None, '45.14857240186622557367755'),
-    ('H', 16, 1000.0, 2, None, '0.07269166216924018144123018'),
-    ('p2', 1e6, 200.0, 128, None, '0.6902956201818803238327412'),
-    ('hl1', 1e6, 200.0, 128, None, '61.94087596362393523345365'),
-    ('H', 1e6, 200.0, 128, None, '0.6551940289403721402785781'),
-    ('p2', 1000, 1000.0, 4096, None, '0.7931026421905800005641569'),
-    ('hl1', 1000, 1000.0, 4096, None, '206.897357809419999435835'),
-    ('H', 1000, 1000.0, 4096, None, '0.3957831252069176444565919'),
-    ('p2', 1e9, 50.0, 2, None, '1.248567133731929352152699e-8'),
-    ('hl1', 1e9, 50.0, 2, None, '49.99999937573562765264307'),
-    ('H', 1e9, 50.0, 2, None, '18.35339296729663725829184'),
-    ('w', 1000, 3.0, None, 4.0, '0.6848612405325124267423582'),
-    ('np2', 1000, 3.0, None, 4.0, '0.5094796687809858545287977'),
-    ('nH', 1000, 3.0, None, 4.0, '1.588020245698921499026943'),
-    ('w', 1e9, 50.0, None, 7.0, '0.9986781065997339990418088'),
-    ('np2', 1e9, 50.0, None, 7.0, '0.9996232167253546492390418'),
-    ('nH', 1e9, 50.0, None, 7.0, '0.0006277767657709967709928441'),
-    ('w', 64, 0.5, None, -2.0, '0.005149641822590458649363752'),
-    ('np2', 64, 0.5, None, -2.0, '0.02005951160368385727568472'),
-    ('nH', 64, 0.5, None, -2.0, '4.032495739590932013942186'),
-    ('w', 1e4, 100.0, 128, 0.5, '0.9999702769785960013595781'),
-    ('np2', 1e4, 100.0, 128, 0.5, '0.9999544470448537667391379'),
-    ('nH', 1e4, 100.0, 128, 0.5, '0.0001173160586880579289212582'),
-    ('w', 16, 1000.0, 2, 0.9, '0.09783737987776488972159833'),
-    ('np2', 16, 1000.0, 2, 0.9, '0.9575661725860251412396588'),
-    ('nH', 16, 1000.0, 2, 0.9, '0.06835644458461886550150235'),
-    ('w', 1e6, 1000.0, 4096, 0.3, '1.000000000000000000000262'),
-    ('np2', 1e6, 1000.0, 4096, 0.3, '1.000000000000000000013303'),
-]
 
 
 @pytest.mark.parametrize("kind, n, alpha, d, gap, value", REFERENCE)
 def test_against_nested_mpmath_reference(kind, n, alpha, d, gap, value):
-    got = BULK[kind](n, alpha, d) if gap is None else NEEDLE[kind](n, alpha, gap, d)
+    got = call(kind, n, alpha, d, gap)
     assert got == pytest.approx(float(mp.mpf(value)), rel=RTOL, abs=0)
 
 
@@ -125,19 +80,12 @@ def test_dominant_needle_entropy(n, alpha, gap, d):
 # ---- live mpmath: two keys -------------------------------------------------------------
 
 
-def _sig(z):
-    return 1 / (1 + mp.exp(-z))
-
-
 def _two_key_stats(z):
-    """(sum p^2, 1 - sum p^2, H) for two keys whose log-weights differ by z. The entropy is
-    written as log(1 + e^-|z|) + |z| sigmoid(-|z|): the form -(a log a + b log b) loses
-    b = sigmoid(-|z|) once it falls below the working precision (a rounds to 1), which
-    made this reference 2.5e-4 too small at alpha = 5, gap = -20."""
-    a, b = _sig(z), _sig(-z)
-    t = abs(z)
-    h = mp.log1p(mp.exp(-t)) + t * _sig(-t)
-    return a * a + b * b, 2 * a * b, h
+    """(sum p^2, 1 - sum p^2, H) for two keys whose log-weights differ by z (the entropy in
+    the cancellation-free form of ``binary_entropy``: the form -(a log a + b log b) made
+    this reference 2.5e-4 too small at alpha = 5, gap = -20)."""
+    a, b = sig(z), sig(-z)
+    return a * a + b * b, 2 * a * b, binary_entropy(z)
 
 
 @pytest.mark.parametrize("alpha", [1e-3, 0.5, 5.0, 50.0])
@@ -174,12 +122,12 @@ def test_needle_with_one_other_key(alpha, gap, d):
             pts = {g + mp.mpf(k) / a for k in range(-60, 61, 6)} | {mp.mpf(k) for k in range(-30, 31, 3)} | {-a + mp.mpf(k) / 2 for k in range(-12, 13)}
             pts = [-mp.inf] + sorted(p for p in pts if abs(p) < 40) + [mp.inf]
             ref = [mp.quad(lambda s, i=i: f(s) * _two_key_stats(a * (g - s))[i], pts) for i in range(3)]
-            w = mp.quad(lambda s: f(s) * _sig(a * (g - s)), pts)
+            w = mp.quad(lambda s: f(s) * sig(a * (g - s)), pts)
         else:
             f = _cosine_density_theta(d)
             pts = sorted({mp.acos(g + mp.mpf(k) / a) for k in range(-60, 61, 3) if abs(g + mp.mpf(k) / a) < 1} | {mp.pi * k / 32 for k in range(33)})
             ref = [mp.quad(lambda t, i=i: f(t) * _two_key_stats(a * (g - mp.cos(t)))[i], pts) for i in range(3)]
-            w = mp.quad(lambda t: f(t) * _sig(a * (g - mp.cos(t))), pts)
+            w = mp.quad(lambda t: f(t) * sig(a * (g - mp.cos(t))), pts)
     assert E.needle_weight(2, alpha, gap, d) == pytest.approx(float(w), rel=RTOL, abs=0)
     assert E.needle_sum_p2(2, alpha, gap, d) == pytest.approx(float(ref[0]), rel=RTOL, abs=0)
     assert E.needle_entropy(2, alpha, gap, d) == pytest.approx(float(ref[2]), rel=RTOL, abs=0)

@@ -43,6 +43,7 @@ import mpmath as mp
 import pytest
 
 from attnscale import exact as E
+from exact_reference import binary_entropy, sig
 
 RTOL = 1e-11  # the documented relative accuracy of the needle functions
 
@@ -50,19 +51,14 @@ RTOL = 1e-11  # the documented relative accuracy of the needle functions
 # ---- references --------------------------------------------------------------------------
 
 
-def _sig(z):
-    return 1 / (1 + mp.exp(-z))
-
-
 def _two_key(z, kind):
     """The needle's weight, sum p^2 or entropy of the row (needle, other) for log-weight
     difference ``z`` = needle minus other."""
     if kind == "w":
-        return _sig(z)
+        return sig(z)
     if kind == "p2":
-        return _sig(z) ** 2 + _sig(-z) ** 2
-    z = abs(z)
-    return mp.log1p(mp.exp(-z)) + z * _sig(-z)  # binary entropy, no cancellation
+        return sig(z) ** 2 + sig(-z) ** 2
+    return binary_entropy(z)
 
 
 @functools.lru_cache(maxsize=None)

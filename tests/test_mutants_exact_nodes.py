@@ -19,7 +19,7 @@ What they pin:
 References, all independent of the code under test:
 
 - 40-digit nested Gauss-Legendre quadrature in mpmath, the stored table of
-  ``tests/test_exact.py`` (``REFERENCE``; the rows used are copied here);
+  ``tests/exact_reference.py`` (``REFERENCE``);
 - a closed form for a needle far below its only rival: ``E sigmoid(alpha (gap - s)) =
   e^(alpha gap) E e^(-alpha s) = e^(alpha gap + alpha^2/2)``, up to a relative
   ``e^(alpha gap + 3 alpha^2 / 2)`` (1.6e-28 at ``alpha = 2``, ``gap = -35``);
@@ -42,7 +42,7 @@ import pytest
 
 from attnscale import exact as E
 from attnscale.exact import _sums
-from exact_calls import CALL, RTOL  # tests/exact_calls.py
+from exact_reference import RTOL, binary_entropy, call, rows
 
 
 def _raises_exactly(call, exc, message):
@@ -61,23 +61,12 @@ def empty_kernel_cache(monkeypatch):
     monkeypatch.setattr(_sums, "_LATTICE_KERNELS", {})
 
 
-# (statistic, n, alpha, gap, value) for normal scores, alpha >= 1: rows of REFERENCE in
-# tests/test_exact.py (nested Gauss-Legendre in mpmath, 40 digits)
-LATTICE = [
-    ("p2", 64, 2.0, None, "0.1607351123806254831573238"),
-    ("hl1", 64, 2.0, None, "1.67852977523873901695557"),
-    ("H", 64, 2.0, None, "2.642501921929884435443554"),
-    ("p2", 1e9, 50.0, None, "0.878291574969413928912343"),
-    ("hl1", 1e9, 50.0, None, "6.085421251529306189565428"),
-    ("H", 1e9, 50.0, None, "0.2195628138752877729420282"),
-    ("w", 1000, 3.0, 4.0, "0.6848612405325124267423582"),
-    ("np2", 1000, 3.0, 4.0, "0.5094796687809858545287977"),
-    ("nH", 1000, 3.0, 4.0, "1.588020245698921499026943"),
-]
+# normal scores with alpha >= 1: rows of the 40-digit REFERENCE (tests/exact_reference.py)
+LATTICE = rows((64, 2.0, None, None), (1e9, 50.0, None, None), (1000, 3.0, None, 4.0))
 
 
-@pytest.mark.parametrize(("kind", "n", "alpha", "gap", "value"), LATTICE)
-def test_lattice_sums_from_fresh_kernels_match_mpmath_silently(empty_kernel_cache, kind, n, alpha, gap, value):
+@pytest.mark.parametrize(("kind", "n", "alpha", "d", "gap", "value"), LATTICE)
+def test_lattice_sums_from_fresh_kernels_match_mpmath_silently(empty_kernel_cache, kind, n, alpha, d, gap, value):
     """Normal scores with ``alpha >= 1`` go through the lattice convolutions; with the kernel
     cache empty, the kernel tables are built by this call. Every bulk and needle statistic
     matches the 40-digit reference to its documented accuracy, without a warning (at
@@ -89,10 +78,9 @@ def test_lattice_sums_from_fresh_kernels_match_mpmath_silently(empty_kernel_cach
     step down, while the needle's own kernel and the outer parts do not; the needle weight
     is 22% off), no reversal (8e-4 off), every other entry, and the dropped arguments; in
     ``_powers``: ``over`` left at NumPy's default (a RuntimeWarning at ``n = 1e9``)."""
-    args = (n, alpha) if gap is None else (n, alpha, gap)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        got = CALL[kind](*args)
+        got = call(kind, n, alpha, d, gap)
     assert got == pytest.approx(float(mp.mpf(value)), rel=RTOL[kind], abs=0)
 
 
@@ -134,13 +122,8 @@ def _two_key_entropy(alpha, gap):
     with mp.workdps(30):
         a, g = mp.mpf(alpha), mp.mpf(gap)
 
-        def h(s):
-            z = abs(a * (g - s))
-            t = mp.exp(-z)
-            return mp.log1p(t) + z * t / (1 + t)
-
         pts = sorted({g + mp.mpf(k) / a for k in range(-40, 41, 2)} | {mp.mpf(k) for k in range(-8, 20, 2)})
-        return float(mp.quad(lambda s: mp.npdf(s) * h(s), [-mp.inf] + pts + [mp.inf]))
+        return float(mp.quad(lambda s: mp.npdf(s) * binary_entropy(a * (g - s)), [-mp.inf] + pts + [mp.inf]))
 
 
 @pytest.mark.parametrize(("alpha", "gap"), [(9.0, 9.0), (10.0, 9.0), (8.0, 9.0)])

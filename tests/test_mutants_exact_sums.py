@@ -32,7 +32,7 @@ References, all independent of the code under test:
   cosine ``d = 3``, uniform scores: ``E w^k = sinh(k alpha) / (k alpha)``), so the closed
   form is good to ~1e-14 there;
 - rows of the 40-digit nested Gauss-Legendre table ``REFERENCE`` of
-  ``tests/test_exact.py`` (copied here);
+  ``tests/exact_reference.py``;
 - for a needle that dominates its row, the one-rival expansion of the entropy (the sum
   over bulk keys of the two-key entropy), a 1-d integral in 30-digit mpmath;
 - the documented block budget ``_sums._CHUNK`` (window-matrix entries per block), watched
@@ -51,7 +51,7 @@ import pytest
 from attnscale import exact as E
 from attnscale.exact import _sums
 from attnscale.exact._common import _nodes
-from exact_calls import CALL, RTOL  # tests/exact_calls.py
+from exact_reference import RTOL, call, rows
 
 
 def test_a_table_that_was_not_computed_is_refused_by_name():
@@ -139,26 +139,8 @@ def test_sum_p2_at_the_largest_n_is_its_law_of_large_numbers_value(alpha, d):
 
 # ---- the blocked window sums -----------------------------------------------------------------
 
-# (statistic, n, alpha, d, gap, value): rows of REFERENCE in tests/test_exact.py (nested
-# Gauss-Legendre in mpmath, 40 digits) whose window sums take the blocked path
-BLOCKED = [
-    ("p2", 1e9, 0.05, None, None, "1.002503127603273129336232e-9"),
-    ("hl1", 1e9, 0.05, None, None, "0.0499999999498748463953939"),
-    ("H", 1e9, 0.05, None, None, "20.72201583694766585003916"),
-    ("p2", 1e9, 50.0, 2, None, "1.248567133731929352152699e-8"),
-    ("hl1", 1e9, 50.0, 2, None, "49.99999937573562765264307"),
-    ("H", 1e9, 50.0, 2, None, "18.35339296729663725829184"),
-    ("w", 1e4, 100.0, 128, 0.5, "0.9999702769785960013595781"),
-    ("np2", 1e4, 100.0, 128, 0.5, "0.9999544470448537667391379"),
-    ("nH", 1e4, 100.0, 128, 0.5, "0.0001173160586880579289212582"),
-    ("w", 64, 0.5, None, -2.0, "0.005149641822590458649363752"),
-    ("np2", 64, 0.5, None, -2.0, "0.02005951160368385727568472"),
-    ("nH", 64, 0.5, None, -2.0, "4.032495739590932013942186"),
-]
-
-
-def _call(kind, n, alpha, d, gap):
-    return CALL[kind](n, alpha, d) if gap is None else CALL[kind](n, alpha, gap, d)
+# rows of the 40-digit REFERENCE (tests/exact_reference.py) whose window sums take the blocked path
+BLOCKED = rows((1e9, 0.05, None, None), (1e9, 50.0, 2, None), (1e4, 100.0, 128, 0.5), (64, 0.5, None, -2.0))
 
 
 def test_one_threshold_per_block_gives_the_reference_values(monkeypatch):
@@ -172,7 +154,7 @@ def test_one_threshold_per_block_gives_the_reference_values(monkeypatch):
     ``slice(None, stop)`` / ``slice(stop)`` (each block rewrites every earlier row with its
     own, narrower window: up to 100% off)."""
     monkeypatch.setattr(_sums, "_CHUNK", 1)
-    got = [_call(kind, n, alpha, d, gap) for kind, n, alpha, d, gap, _ in BLOCKED]
+    got = [call(kind, n, alpha, d, gap) for kind, n, alpha, d, gap, _ in BLOCKED]
     for (kind, n, alpha, d, gap, value), val in zip(BLOCKED, got):
         assert val == pytest.approx(float(mp.mpf(value)), rel=RTOL[kind], abs=0), (kind, n, alpha, d, gap)
 
