@@ -232,3 +232,16 @@ def test_differs_prints_the_correction(kwargs, line, capsys):
 def test_differs_rejects_a_claim_within_rtol(value, claimed, rtol):
     with pytest.raises(AssertionError, match=r"^d: the claim .* agrees with the recomputed .* within rtol "):
         checks.differs(value, claimed, name="d", rtol=rtol)
+
+
+def test_fmt_digits_follow_the_library_rule_for_integers():
+    # any integer type is accepted (a NumPy integer from an array of digit counts);
+    # a fraction, a bool or zero is refused with the argument named
+    assert checks.fmt(1 / 3, np.int64(3)) == "0.333"
+    assert checks.fmt(1 / 3, 2.0) == "0.33"
+    with pytest.raises(TypeError, match=r"^digits must be an integer >= 1, got 2\.5$"):
+        checks.fmt(1.0, 2.5)
+    with pytest.raises(TypeError, match=r"^digits must be an integer >= 1, got True$"):
+        checks.fmt(1.0, True)
+    with pytest.raises(ValueError, match=r"^digits must be an integer >= 1, got 0$"):
+        checks.fmt(1.0, 0)

@@ -20,8 +20,7 @@ __all__ = ["identity", "close", "holds", "differs", "fmt"]
 def fmt(x: float | np.ndarray, digits: int = 6) -> str:
     """A number printed with ``digits`` significant digits (stable output)."""
     x = v.real_number(x, "x") if not isinstance(x, np.ndarray) else v.real_number(float(x), "x")
-    if isinstance(digits, bool) or not isinstance(digits, int) or digits < 1:
-        raise ValueError(f"digits must be an integer >= 1, got {digits!r}")
+    digits = v.integer_at_least(digits, "digits", 1)
     if x == 0.0:
         return "0"
     return f"{x:.{digits}g}"
