@@ -91,8 +91,10 @@ def qwen_logn(n: ArrayLike, n_train: float = 512) -> Out:
     ``i > seq_length`` and by 1 otherwise; only the query is scaled, so the logits
     are multiplied by that factor once. ``seq_length`` is ``n_train`` here.
     """
-    ext, nt = _extension(n, n_train)
-    return v.scalar_or_array(np.log(ext * nt) / math.log(nt))
+    nt = _greater_than_one(n_train, "n_train")
+    # log max(n, n_train), not log(max(n / n_train, 1) * n_train): the round trip
+    # overflows to inf at the largest float
+    return v.scalar_or_array(np.log(np.maximum(v.lengths(n, "n"), nt)) / math.log(nt))
 
 
 def yarn(n: ArrayLike, n_train: float = 512) -> Out:
