@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.optimize import brentq, minimize_scalar
+from scipy.optimize import brentq
 
 from . import _validate as v
 from . import exact
@@ -117,14 +117,22 @@ def _share(a: float, t: NDArray[np.float64], best: NDArray[np.float64]) -> NDArr
 
 def decoder_best_scale(length: int) -> tuple[float, float]:
     """The single scale that keeps the largest mean :func:`decoder_share` over the
-    positions of a decoder of maximum length ``length``, and that mean share: Brent's
-    method on ``0.2 <= alpha <= 4`` (wide enough for ``2 <= T <= 1e6``) to ``1e-8``."""
+    positions of a decoder of maximum length ``length``, and that mean share. For
+    ``sqrt(log j) <= alpha <= sqrt(log(j + 1))`` the positions ``n > j`` keep a positive
+    mean-field gradient and the others none, so there the mean share is
+    ``alpha (A_j - exp(alpha^2) B_j) / (T - 1)``, with ``A_j`` the sum of ``1 / G(alpha*(n); n)``
+    and ``B_j`` that of ``1 / (n G(alpha*(n); n))`` over ``n > j``: concave, and largest at
+    ``alpha*(A_j / B_j)`` (:func:`~attnscale.optimum.alpha_star_normal`) clipped to the piece.
+    The answer is the best of these ``T - 1`` candidates: no search, so no local maximum
+    (the mean share has one on many pieces) can be taken for the largest."""
     T = _decoder_length(length)
-    t, best_t = _decoder_positions(T)  # once, not at every step of the search
-    best = minimize_scalar(lambda a: -float(_share(a, t, best_t).mean()), bounds=(0.2, 4.0), method="bounded", options={"xatol": 1e-8})
-    if not 0.2 + 1e-6 < best.x < 4.0 - 1e-6:
-        raise ValueError(f"length: the best scale for T = {T} lies at the edge of [0.2, 4] (T too large)")
-    return float(best.x), -float(best.fun)
+    t, best_t = _decoder_positions(T)
+    inverse = 1.0 / best_t
+    A = np.cumsum(inverse[::-1])[::-1]  # over the positions n' >= n, i.e. n' > j = n - 1
+    B = np.cumsum((inverse / t)[::-1])[::-1]
+    a = np.clip(alpha_star_normal(A / B), np.sqrt(np.log(t - 1.0)), np.sqrt(np.log(t)))
+    x = float(a[int(np.argmax(a * (A - np.exp(a * a) * B)))])
+    return x, float(_share(x, t, best_t).mean())
 
 
 def _arguments(n: float, d: object, scores: object) -> tuple[float, str, int]:
