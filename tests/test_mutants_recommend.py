@@ -1,6 +1,7 @@
 """Tests written to kill the mutants of attnscale.recommend that survived the library
 suite together with tests/test_mutants_rules.py (second mutation session), and two that
-show a fault of ``decoder_best_scale``.
+showed a fault of ``decoder_best_scale`` (a search that raised for T = 2..15 and took a
+local maximum for some longer T; replaced by the exact maximum since).
 
 What they pin: the length-scaling table that ``report`` (and so ``python -m attnscale
 recommend``) prints, in full, including its header, its row labels, the row of a rule
