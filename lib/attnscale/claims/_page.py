@@ -29,6 +29,15 @@ SOURCE_TITLES = {
 #: verdict -> the colour of its word on the page (readable on light and dark backgrounds)
 VERDICT_COLOURS = {"holds": "#1a7f37", "approximate": "#9a6700", "wrong": "#cf222e", "not checkable": "#57606a"}
 
+def _menu_label(title: str) -> str:
+    """A note's title up to its first comma, for the note menu; a parenthesis the cut
+    leaves open is dropped with its contents ("... (section 3.2.1" -> "...")."""
+    label = title.split(",")[0]
+    if label.count("(") > label.count(")"):
+        label = label[: label.rindex("(")].rstrip()
+    return label
+
+
 _MATH = re.compile(r"\$([^$]+)\$")
 _LINK = re.compile(r"\[([^\]]*)\]\(#([A-Za-z0-9_-]+)\)")
 
@@ -133,7 +142,7 @@ def register_page(rows: list[dict]) -> str:
             raise ValueError(f"rows: record {r['id']!r} has the verdict {r['verdict']!r}, not one of {list(VERDICT_COLOURS)}")
         if r["source"].get("file") not in SOURCE_TITLES:
             raise ValueError(f"rows: record {r['id']!r} cites {r['source'].get('file')!r}, which is not one of the five notes")
-    notes = "".join(f'<option value="{s}">{html.escape(t.split(",")[0])}: {s[:3]}</option>' for s, t in SOURCE_TITLES.items())
+    notes = "".join(f'<option value="{s}">{html.escape(_menu_label(t))}: {s[:3]}</option>' for s, t in SOURCE_TITLES.items())
     parts = [_FILTER.format(notes=notes, verdicts="".join(f'<option value="{v}">{v}</option>' for v in VERDICT_COLOURS))]
     for source, title in SOURCE_TITLES.items():
         mine = [r for r in rows if r["source"]["file"] == source]
