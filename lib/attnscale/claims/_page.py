@@ -29,6 +29,7 @@ SOURCE_TITLES = {
 #: verdict -> the colour of its word on the page (readable on light and dark backgrounds)
 VERDICT_COLOURS = {"holds": "#1a7f37", "approximate": "#9a6700", "wrong": "#cf222e", "not checkable": "#57606a"}
 
+
 def _menu_label(title: str) -> str:
     """A note's title up to its first comma, for the note menu; a parenthesis the cut
     leaves open is dropped with its contents ("... (section 3.2.1" -> "...")."""
