@@ -12,7 +12,8 @@ Usage (from the repository; SCRATCH is the directory tools/mutate.sh made):
     python tools/mutate_recheck.py SCRATCH PREFIX TESTFILE ... [--jobs 2]
 PREFIX selects survivors by name (e.g. ``attnscale.claims.``); TESTFILE paths are
 relative to SCRATCH (e.g. ``tests/test_claims.py``). ``mutmut results`` then counts the
-re-killed mutants as killed; the list is written to SCRATCH/recheck-PREFIX.txt.
+re-killed mutants as killed; each verdict is written to SCRATCH/recheck-PREFIX.txt as it
+comes, so a re-check stopped half-way keeps what it found (run it again for the rest).
 """
 
 from __future__ import annotations
@@ -57,18 +58,19 @@ def main(argv: list[str] | None = None) -> int:
     if _fails(mutants, "", args.tests):
         parser.error("the tests fail on the unmutated code; nothing can be concluded")
     print(f"{len(survivors)} survivors to re-run against {len(args.tests)} test files", flush=True)
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        verdicts = dict(zip(survivors, pool.map(lambda n: _fails(mutants, n, args.tests), survivors)))
-    killed = sorted(n for n, dead in verdicts.items() if dead)
-    for meta in {survivors[n] for n in killed}:
-        record = json.loads(meta.read_text())
-        for name in killed:
-            if survivors[name] == meta:
-                record["exit_code_by_key"][name] = 1
-        meta.write_text(json.dumps(record))
     out = args.scratch / f"recheck-{args.prefix.rstrip('.')}.txt"
-    out.write_text("".join(f"{n}\n" for n in killed))
-    print(f"{len(killed)} of {len(survivors)} killed by the whole files; list in {out}")
+    killed = 0
+    # each verdict is recorded as it comes, so that a stopped re-check keeps what it found
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool, out.open("w") as log:
+        for name, dead in zip(survivors, pool.map(lambda n: _fails(mutants, n, args.tests), survivors)):
+            log.write(f"{name} {'killed' if dead else 'survived'}\n")
+            log.flush()
+            if dead:
+                killed += 1
+                record = json.loads(survivors[name].read_text())
+                record["exit_code_by_key"][name] = 1
+                survivors[name].write_text(json.dumps(record))
+    print(f"{killed} of {len(survivors)} killed by the whole files; verdicts in {out}")
     return 0
 
 
