@@ -60,9 +60,10 @@ pdf: $(STAMP)
 	$(BIN)/jupyter-book build . --builder custom --custom-builder singlehtml
 	$(BIN)/python tools/pdf.py
 
-# Mutation testing of the library's mathematical core with mutmut (the [mutate]
-# extra, installed on first use), in a scratch copy; prints the score per module.
-# Not part of make test: about an hour for 3,019 mutants on this 2-core machine.
+# Mutation testing with mutmut (the [mutate] extra, installed on first use), in a
+# scratch copy; prints the score per module. By default the mathematical core (about an
+# hour for 3,019 mutants on this 2-core machine); MUTATE_ARGS picks other modules.
+# Not part of make test. tests/MUTANTS.md has the scores and arguments.
 mutate: $(STAMP)
 	$(BIN)/python -c 'import mutmut' 2>/dev/null || $(BIN)/python -m pip install --quiet --require-hashes -r requirements-tools.txt
 	bash tools/mutate.sh $(MUTATE_ARGS)
