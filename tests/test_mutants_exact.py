@@ -37,13 +37,7 @@ from scipy.special import gammaln, k0, roots_legendre
 
 from attnscale import exact as E
 from attnscale.exact import meanfield
-
-
-def _raises_exactly(call, exc, message):
-    """``call()`` raises ``exc`` whose text is exactly ``message``."""
-    with pytest.raises(exc) as info:
-        call()
-    assert str(info.value) == message
+from expect import raises_exactly
 
 
 # ---- needle_weight_mean_field ---------------------------------------------------------
@@ -328,7 +322,7 @@ def test_mean_field_limit_messages(kwargs, exc, message):
     """Each bad argument gets its own full message naming the argument and the first bad
     value (n = 2 and n = 1e15 are allowed, 1e15 + 0.5 is not; factor <= 1 fails the
     `> 1` check before the resolution check)."""
-    _raises_exactly(lambda: E.mean_field_limit(**kwargs), exc, message)
+    raises_exactly(exc, message, lambda: E.mean_field_limit(**kwargs))
 
 
 def test_mean_field_limit_accepts_the_largest_step():

@@ -43,13 +43,7 @@ import pytest
 from attnscale import exact as E
 from attnscale.exact import _sums
 from exact_reference import RTOL, binary_entropy, call, rows
-
-
-def _raises_exactly(call, exc, message):
-    """``call()`` raises ``exc`` whose text is exactly ``message``."""
-    with pytest.raises(exc) as info:
-        call()
-    assert str(info.value) == message
+from expect import raises_exactly
 
 
 # ---- lattice sums with the kernel cache emptied ---------------------------------------------
@@ -109,7 +103,7 @@ def test_gap_of_exactly_minus_35_is_accepted_for_normal_scores():
 def test_gap_errors_name_the_first_bad_value(call, message):
     """Both gap errors quote the first offending entry, and -35.5 is already refused. Kills
     ``_show(None)`` in both messages and the bound moved to -36."""
-    _raises_exactly(call, ValueError, message)
+    raises_exactly(ValueError, message, call)
 
 
 # ---- a fault: keys just above a dominant needle ---------------------------------------------------

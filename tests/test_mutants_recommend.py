@@ -23,7 +23,6 @@ where the mean share is positive, with each position's optimum from SciPy's Lamb
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 import pytest
@@ -31,14 +30,9 @@ from scipy.special import lambertw
 
 from attnscale import exact as E
 from attnscale import recommend as R
+from expect import raises_exactly
 
 NEEDLE = 5.0
-
-
-def _raises(exc, message, fn, *args, **kwargs):
-    """``fn(*args, **kwargs)`` raises ``exc`` with exactly ``message``."""
-    with pytest.raises(exc, match="^" + re.escape(message) + "$"):
-        fn(*args, **kwargs)
 
 
 def _row(label: str, alpha: float, n: float) -> str:
@@ -123,15 +117,15 @@ def test_training_length_two_and_training_scale_fifty_are_accepted():
     assert "trained on n0 = 2 keys at alpha0 = 1," in R.report(16, 64, "dot", 2)
     # the report checks alpha_train even where no rule applies (n <= n_train): cheap to reach 50
     assert R.report(256, 64, "dot", 512, 50.0).endswith("no rule applies (set\nn_train, --n-train).")
-    _raises(ValueError, "alpha_train must be at most 50 (the exact theory's range), got 50.5", R.report, 256, 64, "dot", 512, 50.5)
-    _raises(ValueError, "n_train must be at least 2, got 1.999", R.length_rules, 4096, 1.999)
+    raises_exactly(ValueError, "alpha_train must be at most 50 (the exact theory's range), got 50.5", R.report, 256, 64, "dot", 512, 50.5)
+    raises_exactly(ValueError, "n_train must be at least 2, got 1.999", R.length_rules, 4096, 1.999)
 
 
 def test_length_rules_name_the_bad_argument():
-    _raises(ValueError, "n must be > 1 (a softmax over n <= 1 keys has no gradient), got 1.0", R.length_rules, 1)
-    _raises(TypeError, "n_train must be a real number, got 'x'", R.length_rules, 4096, "x")
-    _raises(TypeError, "alpha_train must be a real number, got 'x'", R.length_rules, 4096, 512, "x")
-    _raises(ValueError, "alpha_train must be > 0, got 0.0", R.length_rules, 4096, 512, 0.0)
+    raises_exactly(ValueError, "n must be > 1 (a softmax over n <= 1 keys has no gradient), got 1.0", R.length_rules, 1)
+    raises_exactly(TypeError, "n_train must be a real number, got 'x'", R.length_rules, 4096, "x")
+    raises_exactly(TypeError, "alpha_train must be a real number, got 'x'", R.length_rules, 4096, 512, "x")
+    raises_exactly(ValueError, "alpha_train must be > 0, got 0.0", R.length_rules, 4096, 512, 0.0)
 
 
 def test_command_line_help_for_the_training_options(capsys, monkeypatch):

@@ -11,7 +11,6 @@ the command line's printed text, the range a solver covers).
 from __future__ import annotations
 
 import math
-import re
 
 import mpmath as mp
 import numpy as np
@@ -22,15 +21,10 @@ from scipy.special import lambertw
 from attnscale import exact as E
 from attnscale import lengthrules as L
 from attnscale import recommend as R
+from expect import raises_exactly
 
 NAN = float("nan")
 LENGTH_MESSAGE = "n must be > 1 (a softmax over n <= 1 keys has no gradient), got 1.0"
-
-
-def _raises(exc, message, fn, *args, **kwargs):
-    """``fn(*args, **kwargs)`` raises ``exc`` with exactly ``message``."""
-    with pytest.raises(exc, match="^" + re.escape(message) + "$"):
-        fn(*args, **kwargs)
 
 
 # ---- the closed-form rules ----------------------------------------------------------------
@@ -46,11 +40,11 @@ def test_training_length_just_above_one_is_accepted():
 
 def test_rule_parameters_are_named_in_errors():
     for fn in (L.qwen_logn, L.yarn, L.longrope):
-        _raises(ValueError, "n_train must be > 1, got 1.0", fn, 1024, n_train=1.0)
-        _raises(ValueError, LENGTH_MESSAGE, fn, 1.0)
-    _raises(ValueError, "base must be > 1, got 0.5", L.log512, 1024, base=0.5)
+        raises_exactly(ValueError, "n_train must be > 1, got 1.0", fn, 1024, n_train=1.0)
+        raises_exactly(ValueError, LENGTH_MESSAGE, fn, 1.0)
+    raises_exactly(ValueError, "base must be > 1, got 0.5", L.log512, 1024, base=0.5)
     for fn in (L.fixed, L.log512, L.ssmax, L.chiang_cholak):
-        _raises(ValueError, LENGTH_MESSAGE, fn, 1.0)
+        raises_exactly(ValueError, LENGTH_MESSAGE, fn, 1.0)
 
 
 # ---- the solved rules: round trips through the definition --------------------------------
@@ -89,12 +83,12 @@ def test_solved_rules_refuse_targets_outside_their_range():
     # a needle weight at or below its value at alpha = e^-12 (1/n as alpha -> 0)
     at_low_end = float(E.needle_weight(n, math.exp(-12.0), 5.0))
     for target in (at_low_end, 0.5 / n):
-        _raises(ValueError, f"alpha_constant_needle(n=2048, target={target:.6g}): the target is reached "
+        raises_exactly(ValueError, f"alpha_constant_needle(n=2048, target={target:.6g}): the target is reached "
                 "already at alpha = e^-12 (it lies at or beyond the alpha -> 0 limit)",
                 L.alpha_constant_needle, n, 5.0, target=target)
     # an entropy below the value at alpha = 1e4, the largest supported scale
     assert float(E.expected_entropy(4096, 1e4)) > 1e-4
-    _raises(ValueError, "alpha_constant_entropy(n=4096, target=0.0001): the target is out of reach for alpha <= 10000",
+    raises_exactly(ValueError, "alpha_constant_entropy(n=4096, target=0.0001): the target is out of reach for alpha <= 10000",
             L.alpha_constant_entropy, 4096, target=1e-4)
 
 
@@ -103,7 +97,7 @@ def test_needle_below_the_bulk_only_loses_weight():
     the largest value, which is reached at the low end alpha = e^-12."""
     n = 2048.0
     assert float(E.needle_weight(n, math.exp(-12.0), -1.0)) < 1 / n
-    _raises(ValueError, f"alpha_constant_needle(n=2048, target={2 / n:.6g}): the target exceeds the largest value, "
+    raises_exactly(ValueError, f"alpha_constant_needle(n=2048, target={2 / n:.6g}): the target exceeds the largest value, "
             f"reached near alpha = {math.exp(-12.0):.4g}", L.alpha_constant_needle, n, gap=-1.0, target=2 / n)
 
 
@@ -125,7 +119,7 @@ def test_constant_needle_refines_a_peak_between_grid_points():
     assert float(E.needle_weight(n, a, gap)) == pytest.approx(target, rel=1e-10)
     assert math.exp(3.75) < a < math.exp(peak.x)
     above = top * (1 + 1e-6)
-    _raises(ValueError, f"alpha_constant_needle(n=2048, target={above:.6g}): the target exceeds the largest value, "
+    raises_exactly(ValueError, f"alpha_constant_needle(n=2048, target={above:.6g}): the target exceeds the largest value, "
             f"reached near alpha = {math.exp(peak.x):.4g}", L.alpha_constant_needle, n, gap, target=above)
 
 
@@ -142,18 +136,18 @@ def test_solved_rules_accept_no_lengths():
 
 
 def test_solved_rules_name_the_bad_argument():
-    _raises(ValueError, LENGTH_MESSAGE, L.alpha_constant_needle, 1.0)
-    _raises(ValueError, LENGTH_MESSAGE, L.alpha_constant_entropy, 1.0)
-    _raises(ValueError, "n must be >= 2 for the needle model, got 1.5", L.alpha_constant_needle, 1.5)
-    _raises(ValueError, "gap must be finite, got nan", L.alpha_constant_needle, 2048, gap=NAN)
-    _raises(ValueError, "n_train must be > 1, got 1.0", L.alpha_constant_needle, 2048, n_train=1.0)
-    _raises(ValueError, "n_train must be > 1, got 1.0", L.alpha_constant_entropy, 2048, n_train=1.0)
+    raises_exactly(ValueError, LENGTH_MESSAGE, L.alpha_constant_needle, 1.0)
+    raises_exactly(ValueError, LENGTH_MESSAGE, L.alpha_constant_entropy, 1.0)
+    raises_exactly(ValueError, "n must be >= 2 for the needle model, got 1.5", L.alpha_constant_needle, 1.5)
+    raises_exactly(ValueError, "gap must be finite, got nan", L.alpha_constant_needle, 2048, gap=NAN)
+    raises_exactly(ValueError, "n_train must be > 1, got 1.0", L.alpha_constant_needle, 2048, n_train=1.0)
+    raises_exactly(ValueError, "n_train must be > 1, got 1.0", L.alpha_constant_entropy, 2048, n_train=1.0)
     for bad in (1.0, 1.5, 0.0):
-        _raises(ValueError, f"target must lie in (0, 1) for a weight, got {bad!r}", L.alpha_constant_needle, 2048, target=bad)
-    _raises(TypeError, "target must be a real number, got 'x'", L.alpha_constant_needle, 2048, target="x")
-    _raises(ValueError, "target must lie in (0, inf) for an entropy in nats, got -1.0", L.alpha_constant_entropy, 4096, target=-1.0)
+        raises_exactly(ValueError, f"target must lie in (0, 1) for a weight, got {bad!r}", L.alpha_constant_needle, 2048, target=bad)
+    raises_exactly(TypeError, "target must be a real number, got 'x'", L.alpha_constant_needle, 2048, target="x")
+    raises_exactly(ValueError, "target must lie in (0, inf) for an entropy in nats, got -1.0", L.alpha_constant_entropy, 4096, target=-1.0)
     # a root exists iff target < ln n: the boundary itself is refused
-    _raises(ValueError, "n must exceed e^target = 4096 (E H < ln n), got 4096.0",
+    raises_exactly(ValueError, "n must exceed e^target = 4096 (E H < ln n), got 4096.0",
             L.alpha_constant_entropy, 4096, target=math.log(4096))
 
 
@@ -176,9 +170,9 @@ def test_rule_alpha_passes_n_train_and_gap_on():
 
 
 def test_rule_alpha_names_the_bad_argument():
-    _raises(TypeError, "rule must be a string, got 3", L.rule_alpha, 3, 10)
-    _raises(ValueError, "n_train must be > 1, got 1.0", L.rule_alpha, "fixed", 10, n_train=1.0)
-    _raises(ValueError, "gap must be finite, got nan", L.rule_alpha, "fixed", 10, gap=NAN)
+    raises_exactly(TypeError, "rule must be a string, got 3", L.rule_alpha, 3, 10)
+    raises_exactly(ValueError, "n_train must be > 1, got 1.0", L.rule_alpha, "fixed", 10, n_train=1.0)
+    raises_exactly(ValueError, "gap must be finite, got nan", L.rule_alpha, "fixed", 10, gap=NAN)
 
 
 def test_evaluate_returns_every_statistic_by_name():
@@ -207,11 +201,11 @@ def test_evaluate_at_alpha_zero_and_below_one():
 
 
 def test_evaluate_names_the_bad_argument():
-    _raises(ValueError, "gap must be finite, got nan", L.evaluate, "fixed", 1024, gap=NAN)
-    _raises(ValueError, "n_train must be > 1, got 1.0", L.evaluate, "fixed", 1024, n_train=1.0)
-    _raises(ValueError, "rule must be finite, got nan in array of shape (1,) [nan]", L.evaluate, [NAN], 1024)
-    _raises(ValueError, "rule (the values of alpha) must be >= 0, got -1.0", L.evaluate, [0.0, 0.5, -1.0], 2048)
-    _raises(ValueError, LENGTH_MESSAGE, L.evaluate, [1.0], 1.0)
+    raises_exactly(ValueError, "gap must be finite, got nan", L.evaluate, "fixed", 1024, gap=NAN)
+    raises_exactly(ValueError, "n_train must be > 1, got 1.0", L.evaluate, "fixed", 1024, n_train=1.0)
+    raises_exactly(ValueError, "rule must be finite, got nan in array of shape (1,) [nan]", L.evaluate, [NAN], 1024)
+    raises_exactly(ValueError, "rule (the values of alpha) must be >= 0, got -1.0", L.evaluate, [0.0, 0.5, -1.0], 2048)
+    raises_exactly(ValueError, LENGTH_MESSAGE, L.evaluate, [1.0], 1.0)
 
 
 # ---- recommend: scale_at_share ------------------------------------------------------------
@@ -236,10 +230,10 @@ def test_scale_at_share_near_the_largest_supported_alpha():
 
 
 def test_scale_at_share_names_the_bad_argument():
-    _raises(ValueError, LENGTH_MESSAGE, R.scale_at_share, 1, 0.9)
-    _raises(TypeError, "share must be a real number, got 'x'", R.scale_at_share, 512, "x")
-    _raises(ValueError, "share must lie strictly between 0 and 1, got 1.0", R.scale_at_share, 512, 1.0)
-    _raises(ValueError, "d must be an integer >= 3, got 2", R.scale_at_share, 512, 0.9, 2)
+    raises_exactly(ValueError, LENGTH_MESSAGE, R.scale_at_share, 1, 0.9)
+    raises_exactly(TypeError, "share must be a real number, got 'x'", R.scale_at_share, 512, "x")
+    raises_exactly(ValueError, "share must lie strictly between 0 and 1, got 1.0", R.scale_at_share, 512, 1.0)
+    raises_exactly(ValueError, "d must be an integer >= 3, got 2", R.scale_at_share, 512, 0.9, 2)
 
 
 # ---- recommend: the decoder ---------------------------------------------------------------
@@ -286,10 +280,10 @@ def test_decoder_share_at_the_shortest_length():
 
 
 def test_decoder_names_the_bad_argument():
-    _raises(ValueError, "length must be an integer >= 2, got 1", R.decoder_best_scale, 1)
-    _raises(ValueError, "length must be an integer >= 2, got 1", R.decoder_share, 1.0, 1)
-    _raises(ValueError, "length must be <= 1000000, got 1000001", R.decoder_share, 1.0, 10**6 + 1)
-    _raises(ValueError, "alpha must be > 0, got 0.0", R.decoder_share, 0.0, 16)
+    raises_exactly(ValueError, "length must be an integer >= 2, got 1", R.decoder_best_scale, 1)
+    raises_exactly(ValueError, "length must be an integer >= 2, got 1", R.decoder_share, 1.0, 1)
+    raises_exactly(ValueError, "length must be <= 1000000, got 1000001", R.decoder_share, 1.0, 10**6 + 1)
+    raises_exactly(ValueError, "alpha must be > 0, got 0.0", R.decoder_share, 0.0, 16)
 
 
 # ---- recommend: the scales ----------------------------------------------------------------
@@ -326,11 +320,11 @@ def test_recommend_small_dot_dimensions(d):
 
 
 def test_recommend_names_the_bad_argument():
-    _raises(TypeError, "scores must be a string, got 3", R.recommend, 512, 64, 3)
-    _raises(ValueError, "d must be an integer >= 1, got 0", R.recommend, 512, 0)
+    raises_exactly(TypeError, "scores must be a string, got 3", R.recommend, 512, 64, 3)
+    raises_exactly(ValueError, "d must be an integer >= 1, got 0", R.recommend, 512, 0)
     for d in (0, 1, 2):  # cosine scores need d >= 3, checked before any computation
-        _raises(ValueError, f"d must be an integer >= 3, got {d}", R.recommend, 512, d, "cosine")
-    _raises(TypeError, "d must be an integer >= 3, got 2.5", R.recommend, 512, 2.5, "cosine")
+        raises_exactly(ValueError, f"d must be an integer >= 3, got {d}", R.recommend, 512, d, "cosine")
+    raises_exactly(TypeError, "d must be an integer >= 3, got 2.5", R.recommend, 512, 2.5, "cosine")
 
 
 # ---- the command line ---------------------------------------------------------------------
