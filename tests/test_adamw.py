@@ -76,6 +76,7 @@ def test_stored_adamw_sweeps_pair_with_adam(name, decay):
         np.testing.assert_allclose(c["loss"][..., 0], a["loss"][..., 0], rtol=1e-5)  # stored to six digits
 
 
+@pytest.mark.stored_sweep
 def test_stored_adamw_sweep_matches_the_code():
     """Two scales of the smallest cell of the arm at 0.1 reproduce from its seed in what survives a
     change of BLAS kernel."""
