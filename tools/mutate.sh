@@ -62,7 +62,10 @@ for mod in sys.argv[1:]:
         path.write_text(body + "\n\n# decorators lifted by tools/mutate.sh\n" + "".join(tail))
         print(f"{mod}: {len(tail)} decorated functions lifted")
 LIFT
-# tests/test_training.py replays stored training cells (about 15 s): only where training is mutated
+# tests/test_training.py replays stored training cells (about 15 s): only where training is mutated.
+# The tests marked stored_sweep re-run part of a stored sweep (15 s to 4 min each) and are left
+# out: a survivor would pay all of them (about 400 s), so a run over training would take days.
+# tests/test_training_short.py pins short runs of every arm in their place (tests/MUTANTS.md).
 ignore_training=$'\n    --ignore=tests/test_training.py'
 for m in "${MODULES[@]}"; do case "$m" in training*) ignore_training="";; esac; done
 cat > setup.cfg <<CFG
@@ -73,6 +76,8 @@ pytest_add_cli_args_test_selection =
     tests/
     --ignore=tests/test_notebooks.py$ignore_training
     --ignore=tests/browser
+    -m
+    not stored_sweep
 pytest_add_cli_args =
     -p
     no:cacheprovider
