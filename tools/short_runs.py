@@ -8,8 +8,9 @@ examples) pin the same code to the last bits it can promise, in a few seconds: e
 arm (Adam, SGD, AdamW, a learned scale; dot and cosine scores) and every number the
 training loop returns.
 
-Each run is made under ``OPENBLAS_CORETYPE`` = SkylakeX, Haswell and Prescott, and under
-SkylakeX with one thread. The file keeps the SkylakeX values (this machine's default
+Each run is made under ``OPENBLAS_CORETYPE`` = SkylakeX, Haswell and Prescott (the last two with
+NumPy's AVX-512 paths switched off, Prescott also its AVX2 ones: ``NPY_DISABLE_CPU_FEATURES``),
+and under SkylakeX with one thread. The file keeps the SkylakeX values (this machine's default
 kernel) and, entry by entry, the measured spread: the largest relative difference any
 other kernel or thread count showed. The test's tolerance for an entry is a hundred times
 its spread, and never below 1e-9. A decision (best rate, slides, steps to target,
@@ -47,7 +48,10 @@ RUNS = {
     "sgd-dot-low": {"kind": "dot", "optimizer": "sgd", "options": {"lrs": {"adam": {"dot": [0.01, 0], "cosine": [0.01, 0]}, "sgd": {"dot": [0.1, 1], "cosine": [2.0, 1]}}, "slides": 0}},
     "sgd-cosine-low": {"kind": "cosine", "optimizer": "sgd", "options": {"lrs": {"adam": {"dot": [0.01, 0], "cosine": [0.01, 0]}, "sgd": {"dot": [0.1, 1], "cosine": [2.0, 1]}}, "slides": 0}},
 }
-SETTINGS = [("SkylakeX", None), ("Haswell", None), ("Prescott", None), ("SkylakeX", "1")]
+# (OpenBLAS kernel, threads, NumPy dispatch targets switched off): Haswell with NumPy's AVX2
+# paths and Prescott with its baseline SSE paths stand for CPUs without AVX-512
+NO_AVX512 = "X86_V4 AVX512_ICL AVX512_SPR"
+SETTINGS = [("SkylakeX", None, ""), ("Haswell", None, NO_AVX512), ("Prescott", None, "X86_V3 " + NO_AVX512), ("SkylakeX", "1", "")]
 DECISIONS = ("best_lr", "slides", "steps_to_target", "steps_to_target_all", "diverged_at")
 AT_BEST_RATE = ("steps_to_target", "final_loss", "loss", "accuracy", "half_l1", "scale")
 CALM = 1e-6
@@ -112,13 +116,13 @@ def main() -> int:
         json.dump(run_all(), sys.stdout)
         return 0
     results = []
-    for kernel, threads in SETTINGS:
-        env = {**os.environ, "OPENBLAS_CORETYPE": kernel}
+    for kernel, threads, numpy_off in SETTINGS:
+        env = {**os.environ, "OPENBLAS_CORETYPE": kernel, "NPY_DISABLE_CPU_FEATURES": numpy_off}
         if threads:
             env["OPENBLAS_NUM_THREADS"] = threads
         done = subprocess.run([sys.executable, __file__, "--one"], env=env, capture_output=True, text=True, check=True)
         results.append(json.loads(done.stdout))
-        print(f"ran under {kernel}" + (f", {threads} thread" if threads else ""), file=sys.stderr)
+        print(f"ran under {kernel}" + (f", {threads} thread" if threads else "") + (f", NumPy without {numpy_off}" if numpy_off else ""), file=sys.stderr)
     reference, others = results[0], results[1:]
     runs = {name: {**spec, "values": reference[name], "spread": _spread(reference[name], [o[name] for o in others])} for name, spec in RUNS.items()}
     OUT.parent.mkdir(exist_ok=True)
