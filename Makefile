@@ -126,11 +126,17 @@ test-browser: $(STAMP)
 # this CPU's default (SkylakeX too where the CPU has AVX-512): stored numbers and
 # the book's conclusions must not depend on the kernel (see
 # lib/attnscale/reproducibility.py for the measured spread).
+# NumPy's own SIMD paths (exp, log, sums) differ by CPU too: the Prescott leg keeps only
+# NumPy's baseline paths and the Haswell leg its AVX2 ones (NPY_DISABLE_CPU_FEATURES
+# switches off the others this CPU has), so the two legs stand for CPUs without AVX2 and
+# without AVX-512.
 PORTABLE_KERNELS ?= Prescott Haswell $(shell grep -qm1 avx512f /proc/cpuinfo 2>/dev/null && echo SkylakeX)
+NUMPY_PATHS_OFF = $(shell $(BIN)/python -c 'import sys; from numpy._core._multiarray_umath import __cpu_dispatch__ as d, __cpu_features__ as f; print(" ".join(x for x in d if f.get(x) and x not in sys.argv[1:]))' $(1))
 test-portable: $(STAMP)
 	for kernel in $(PORTABLE_KERNELS); do \
-	  echo "== OPENBLAS_CORETYPE=$$kernel"; \
-	  OPENBLAS_CORETYPE=$$kernel $(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --nbval $(CHAPTERS) tests --ignore=tests/browser || exit 1; \
+	  case $$kernel in Prescott) off="$(call NUMPY_PATHS_OFF)";; Haswell) off="$(call NUMPY_PATHS_OFF,X86_V3)";; *) off="";; esac; \
+	  echo "== OPENBLAS_CORETYPE=$$kernel, NumPy paths off: $${off:-none}"; \
+	  OPENBLAS_CORETYPE=$$kernel NPY_DISABLE_CPU_FEATURES="$$off" $(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --nbval $(CHAPTERS) tests --ignore=tests/browser || exit 1; \
 	done
 
 # Benchmarks (not part of `make test`): prints a table, writes
