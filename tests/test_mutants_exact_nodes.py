@@ -136,3 +136,23 @@ def test_entropy_of_a_dominant_needle_counts_the_keys_just_above_it(alpha, gap):
     ``(gap + alpha) x + x^2 / 2 = 45``, which brings all three within 2e-15.
     """
     assert E.needle_entropy(2, alpha, gap) == pytest.approx(_two_key_entropy(alpha, gap), rel=RTOL["nH"], abs=0)
+
+
+@pytest.mark.parametrize(("d", "alpha"), [(64, 100.0), (16, 30.0)])
+def test_a_cosine_needle_at_the_bottom_of_the_range_keeps_the_keys_around_it(d, alpha):
+    """n = 2, cosine scores, the needle at the lowest cosine (gap = -1): its weight
+    ``E 1 / (1 + e^(alpha (s + 1)))`` comes from the other key's score just above -1, where the
+    density ``(1 - s^2)^((d - 3)/2)`` is minute. ``_common._nodes`` keeps every node from
+    0.1 below the lower gap to 0.1 above the upper one, whatever its weight; keeping them only
+    from 0.1 *above* the lower gap (mutant 72 of the run on 8cc0bff) moves the weight by
+    9.2e-7 relative at d = 64, alpha = 100 (documented: 1e-11). Reference: the 1-d integral in
+    mpmath at 40 digits, with breakpoints near -1."""
+    mp.mp.dps = 40
+    g = mp.mpf(-1)
+    norm = mp.beta(mp.mpf(1) / 2, mp.mpf(d - 1) / 2)
+
+    def integrand(s):
+        return (1 - s * s) ** (mp.mpf(d - 3) / 2) / norm / (1 + mp.exp(alpha * (s - g)))
+
+    reference = float(mp.quad(integrand, [-1, -0.99, -0.95, -0.9, -0.8, -0.6, -0.3, 0, 1]))
+    assert E.needle_weight(2, alpha, -1.0, d) == pytest.approx(reference, rel=RTOL["w"], abs=0)
