@@ -12,7 +12,9 @@ Usage (from the repository; SCRATCH is the directory tools/mutate.sh made):
     python tools/mutate_recheck.py SCRATCH PREFIX TESTFILE ... [--jobs 2]
 PREFIX selects survivors by name (e.g. ``attnscale.claims.``); TESTFILE paths are
 relative to SCRATCH (e.g. ``tests/test_claims.py``). ``mutmut results`` then counts the
-re-killed mutants as killed; each verdict is written to SCRATCH/recheck-PREFIX.txt as it
+re-killed mutants as killed; with ``--timeouts`` the script re-runs mutmut's time-outs instead
+(under load a time-out may be slowness rather than detection) and records each as what its
+re-run shows; each verdict is written to SCRATCH/recheck-PREFIX.txt as it
 comes, so a re-check stopped half-way keeps what it found (run it again for the rest).
 """
 
@@ -27,20 +29,32 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 
-def _survivors(mutants: Path, prefix: str) -> dict[str, Path]:
+# mutmut's exit codes: 0 survived; these are its time-outs (36, and SIGXCPU in its spellings)
+TIMEOUT_CODES = (36, -24, 24, 152, 255)
+
+
+def _survivors(mutants: Path, prefix: str, codes: tuple[int, ...] = (0,)) -> dict[str, Path]:
     found = {}
     for meta in sorted((mutants / "src").rglob("*.meta")):
         for name, code in json.loads(meta.read_text())["exit_code_by_key"].items():
-            if code == 0 and name.startswith(prefix):
+            if code in codes and name.startswith(prefix):
                 found[name] = meta
     return found
 
 
-def _fails(mutants: Path, name: str, tests: list[str]) -> bool:
+def _outcome(mutants: Path, name: str, tests: list[str], timeout: float) -> str:
     env = {**os.environ, "MUTANT_UNDER_TEST": name, "PYTHONPATH": str(mutants / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *tests]
-    done = subprocess.run(cmd, cwd=mutants, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    return done.returncode == 1  # 1: a test failed; 0: all passed; other codes: no verdict
+    try:
+        done = subprocess.run(cmd, cwd=mutants, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "timed out"
+    # 1: a test failed; 0: all passed; other codes (an error in collection, an interrupt): no verdict
+    return {1: "killed", 0: "survived"}.get(done.returncode, "no verdict")
+
+
+def _fails(mutants: Path, name: str, tests: list[str]) -> bool:
+    return _outcome(mutants, name, tests, timeout=3600) == "killed"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,28 +63,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("prefix")
     parser.add_argument("tests", nargs="+")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--timeouts", action="store_true",
+                        help="re-run the mutants mutmut timed out (a time-out under load may be slowness, not detection): "
+                             "a failure is recorded as killed, a pass as survived, a new time-out is kept")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds before a re-run counts as timed out (default 900)")
     args = parser.parse_args(argv)
     mutants = args.scratch.resolve() / "mutants"
     if not (mutants / "src").is_dir():
         parser.error(f"{mutants / 'src'} does not exist: run tools/mutate.sh first")
-    survivors = _survivors(mutants, args.prefix)
+    survivors = _survivors(mutants, args.prefix, TIMEOUT_CODES if args.timeouts else (0,))
     # the unmutated code must pass the same tests, or a failure says nothing about a mutant
     if _fails(mutants, "", args.tests):
         parser.error("the tests fail on the unmutated code; nothing can be concluded")
-    print(f"{len(survivors)} survivors to re-run against {len(args.tests)} test files", flush=True)
-    out = args.scratch / f"recheck-{args.prefix.rstrip('.')}.txt"
-    killed = 0
+    what = "timed-out mutants" if args.timeouts else "survivors"
+    print(f"{len(survivors)} {what} to re-run against {len(args.tests)} test files", flush=True)
+    out = args.scratch / f"recheck-{args.prefix.rstrip('.')}{'-timeouts' if args.timeouts else ''}.txt"
+    counts = {"killed": 0, "survived": 0, "timed out": 0, "no verdict": 0}
     # each verdict is recorded as it comes, so that a stopped re-check keeps what it found
     with ThreadPoolExecutor(max_workers=args.jobs) as pool, out.open("w") as log:
-        for name, dead in zip(survivors, pool.map(lambda n: _fails(mutants, n, args.tests), survivors)):
-            log.write(f"{name} {'killed' if dead else 'survived'}\n")
+        outcomes = pool.map(lambda n: _outcome(mutants, n, args.tests, args.timeout), survivors)
+        for name, outcome in zip(survivors, outcomes):
+            log.write(f"{name} {outcome}\n")
             log.flush()
-            if dead:
-                killed += 1
+            counts[outcome] += 1
+            # a survivor is only ever promoted to killed; a time-out becomes whatever its re-run says
+            code = {"killed": 1, "survived": 0}.get(outcome) if args.timeouts else (1 if outcome == "killed" else None)
+            if code is not None:
                 record = json.loads(survivors[name].read_text())
-                record["exit_code_by_key"][name] = 1
+                record["exit_code_by_key"][name] = code
                 survivors[name].write_text(json.dumps(record))
-    print(f"{killed} of {len(survivors)} killed by the whole files; verdicts in {out}")
+    print(f"of {len(survivors)} {what}: " + ", ".join(f"{v} {k}" for k, v in counts.items()) + f"; verdicts in {out}")
     return 0
 
 
