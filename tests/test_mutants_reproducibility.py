@@ -7,6 +7,18 @@ largest relative errors, the counts) on made-up cells of two or three scales
 whose answers are written out below, so that an error measured the wrong way
 (a product instead of a ratio, an empty set reported as a difference, a single
 run ignored) shows.
+
+They also pin what the docstrings of ``compare_cells`` and ``stable_runs``
+promise beyond those numbers: the validation set's areas count among the stable
+runs' areas; only the calm scales' best-rate curves are compared (a chaotic
+scale's curve may move freely); the windows of rates (``lrs``) must agree
+exactly, that is to float rounding and no further, whatever the size of the
+rates (one step of the 1-3-10 lattice, down or up, at rates from 1e-9 to 100,
+or a change in the sixth significant digit, the last one a sweep stores, makes
+another window); and a bad pair of cells is refused with an exact message that
+names the argument at fault. The references are hand-written: rates and areas
+chosen so that each relative error is a round number, and the messages as a
+reader sees them.
 """
 
 from __future__ import annotations
@@ -75,3 +87,82 @@ def test_no_chaotic_runs_means_no_chaotic_error():
     assert got.chaotic_median_error == 0.0
     assert got.stable_area_error == 0.0
     assert got.reproduces
+
+
+def test_a_label_count_that_does_not_match_the_areas_is_named():
+    # three labels for areas of two scales: the message gives both counts
+    with pytest.raises(ValueError, match=r"^cell has 3 labels for 2 scales$"):
+        stable_runs(_cell(["0.5", "1", "8"], [0, 0, 0], AREA))
+
+
+@pytest.mark.parametrize(
+    ("fresh", "stored", "error", "message"),
+    [
+        (STORED, None, TypeError, r"^stored must be a dict, got NoneType$"),
+        (STORED, {"labels": ["1", "8"]}, ValueError, r"^stored lacks the entries \['best_lr', 'steps_to_target', 'loss_area', 'loss'\]$"),
+        (_cell(["1"], [1], AREA[:1]), STORED, ValueError, r"^fresh and stored must be the same cell \(same scales, rates and seeds\)$"),
+        (_cell(["1", "8"], [1, 0], np.ones((2, 3, 3))), STORED, ValueError, r"^fresh and stored must be the same cell \(same scales, rates and seeds\)$"),
+    ],
+    ids=["stored-not-a-dict", "stored-incomplete", "fewer-scales", "more-seeds"],
+)
+def test_a_bad_pair_of_cells_is_refused_with_a_message_naming_the_culprit(fresh, stored, error, message):
+    with pytest.raises(error, match=message):
+        compare_cells(fresh, stored)
+
+
+def test_the_validation_areas_are_compared_with_the_test_areas():
+    # the validation set chooses the rate, so its areas count among the stable runs'
+    val = np.array(AREA) + 1.0  # stored validation areas: scale "1" at rate 0 is [3, 5]
+    stored = {**STORED, "val_area": val}
+    moved = val.copy()
+    moved[0, 0, 1] = 5.5  # a stable run's validation area 10% off (5.5 against 5); its test area unchanged
+    got = compare_cells({**STORED, "val_area": moved}, stored)
+    assert got.stable_area_error == pytest.approx(0.1, rel=1e-12, abs=0)
+    assert (got.stable_count, got.chaotic_count) == (2, 4)  # runs (scale, rate), not seeds or sets
+    assert not got.reproduces
+    assert compare_cells({**STORED, "val_area": val.tolist()}, stored).reproduces
+
+
+def test_the_curves_compared_are_those_of_the_calm_scales_only():
+    # the best-rate curve of the chaotic scale "8" may move as far as it likes
+    stored = _cell(["1", "8"], [1, 0], AREA, loss=[[0.5, 0.4, 0.3, 0.2], [0.5, 0.4, 0.3, 0.2]])
+    wild = _cell(["1", "8"], [1, 0], AREA, loss=[[0.5, 0.4, 0.3, 0.2], [0.5, 0.6, 0.9, 1.5]])
+    got = compare_cells(wild, stored)
+    assert got.stable_curve_error == 0.0
+    assert got.reproduces
+    calm_moved = _cell(["1", "8"], [1, 0], AREA, loss=[[0.5, 0.4, 0.3, 0.25], [0.5, 0.4, 0.3, 0.2]])
+    assert compare_cells(calm_moved, stored).stable_curve_error == pytest.approx(0.25, rel=1e-12, abs=0)
+
+
+# each scale's window of rates, as a cell stores it in "lrs" (scales, rates): points of the
+# 1-3-10 lattice, kept to the six significant digits the sweep stores
+WINDOWS = [[0.01, 0.03, 0.1], [0.003, 0.01, 0.03]]
+
+
+@pytest.mark.parametrize(
+    ("stored", "fresh"),
+    [
+        (WINDOWS, [[0.003, 0.01, 0.03], [0.003, 0.01, 0.03]]),  # scale "1" one lattice step lower
+        (WINDOWS, [[0.03, 0.1, 0.3], [0.003, 0.01, 0.03]]),  # one step higher
+        ([[1.0, 3.0, 10.0], [10.0, 30.0, 100.0]], [[1.0, 3.0, 10.0], [3.0, 10.0, 30.0]]),  # SGD-sized rates
+        ([[1e-9, 3e-9, 1e-8], [3e-10, 1e-9, 3e-9]], [[3e-10, 1e-9, 3e-9], [3e-10, 1e-9, 3e-9]]),  # tiny rates
+        (WINDOWS, [[0.01, 0.03, 0.0999999], [0.003, 0.01, 0.03]]),  # the sixth significant digit
+    ],
+    ids=["step-down", "step-up", "sgd-rates", "tiny-rates", "sixth-digit"],
+)
+def test_another_window_of_rates_is_not_the_same_best_rate(stored, fresh):
+    # the best rate is an index into the window: the same index in another window is
+    # another rate, so the windows must agree exactly (as stored), whatever their size
+    got = compare_cells({**STORED, "lrs": np.array(fresh)}, {**STORED, "lrs": np.array(stored)})
+    assert not got.same_best_rates
+    assert not got.reproduces
+    assert got.same_steps_to_target and got.stable_area_error == 0.0  # only the window differs
+
+
+def test_the_same_window_is_the_same_whatever_its_rounding():
+    # a rate computed in floats (3 * 0.1 / 10 is 0.030000000000000006) against the stored decimal one
+    fresh = {**STORED, "lrs": [[0.01, 3 * 0.1 / 10, 0.1], [0.003, 0.01, 3 * 0.1 / 10]]}
+    assert fresh["lrs"][0][1] != 0.03  # really not the same floats
+    got = compare_cells(fresh, {**STORED, "lrs": np.array(WINDOWS)})
+    assert got.same_best_rates and got.reproduces
+    assert compare_cells({**STORED, "lrs": WINDOWS}, STORED).same_best_rates  # a stored cell without windows
