@@ -114,3 +114,13 @@ def test_every_line_of_a_table_has_the_cells_of_its_header(table, tests, holm, c
     # a Markdown table row is | c1 | ... | ck |: k cells, k + 1 pipes, first and last character a pipe
     assert all(line.startswith("|") and line.endswith("|") and line.count("|") == columns + 1 for line in lines)
     assert lines[1] == "|" + "---|" * columns
+
+
+@pytest.mark.parametrize("table", [tr.speed_table, tr.loss_table])
+@pytest.mark.parametrize("drop", ["loss", "inside"])
+def test_a_comparison_without_its_loss_or_inside_test_is_refused_by_name(table, drop):
+    """compare_arms always gives all three; a dict without one of them is refused with the
+    family's TypeError, not a bare KeyError from deep inside the table."""
+    tests = {key: {k: v for k, v in t.items() if k != drop} for key, t in NO_EDGES.items()}
+    with pytest.raises(TypeError, match=r"^tests must map .* \(speed, loss, inside\)$"):
+        table(tests, NO_EDGES_HOLM)

@@ -139,8 +139,12 @@ def loss_curves(cells: dict, opt: str, kind: str, title: str):
 
 
 def _family(tests: object, holm_p: object) -> tuple[dict, dict]:
-    if not isinstance(tests, dict) or not tests or not all(isinstance(t, dict) and isinstance(t.get("speed"), PairedComparison) for t in tests.values()):
-        raise TypeError("tests must map (optimizer, arm, reference) to compare_arms' dict of PairedComparison")
+    def whole(t: object) -> bool:
+        return (isinstance(t, dict) and isinstance(t.get("speed"), PairedComparison) and isinstance(t.get("loss"), PairedComparison)
+                and "inside" in t and (t["inside"] is None or isinstance(t["inside"], PairedComparison)))
+
+    if not isinstance(tests, dict) or not tests or not all(whole(t) for t in tests.values()):
+        raise TypeError("tests must map (optimizer, arm, reference) to compare_arms' dict of PairedComparison (speed, loss, inside)")
     if not isinstance(holm_p, dict) or set(holm_p) != set(tests):
         raise ValueError("holm_p must hold one adjusted p-value per comparison in tests")
     return tests, holm_p
