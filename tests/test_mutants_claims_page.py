@@ -9,10 +9,12 @@ What they pin, each against text written out by hand here (never against the pag
 - in-chapter links ``[text](#label)`` in every Markdown field point into the record's own chapter, in text with
   or without maths, before and after a formula; an empty link text reads "the equation" for an equation and the
   label otherwise;
-- the page's frame: the two filter menus (one option per note and per verdict), per note a heading, the tally of
-  its verdicts and the table's header, and no stray text between the elements (the page is parsed with the
+- the page's frame: the two filter menus (one option per note and per verdict, each note's label written out),
+  per note a heading, the tally of its verdicts and the table's header, and no stray text between the elements (the page is parsed with the
   standard library's HTML parser);
-- the messages of the errors for a bad ``rows`` name the wrong type, the record and the file it cites.
+- the messages of the errors for a bad ``rows`` name the wrong type, the record and the file it cites;
+- the note menu's label rule (``_menu_label``'s docstring): a title is cut at its first comma, and only a
+  parenthesis the cut leaves open is dropped, with its contents and the space before it.
 
 ``test_note_menu_labels_are_whole_phrases`` fails on the code of commit cc51867: the menu label of note 002 is cut
 at the comma inside its parenthesis ("... (section 3.2.1: 002").
@@ -26,6 +28,7 @@ from html.parser import HTMLParser
 import pytest
 
 from attnscale.claims import register_page
+from attnscale.claims._page import _menu_label
 
 NOTES = ["000_051da7c3837b8577.txt", "001_5feb997a08d9f295.txt", "002_0aefa05da3b15586.txt", "003_482530c1c121b366.txt", "004_58230cdbbd352fd2.txt"]
 
@@ -151,6 +154,24 @@ def test_note_menu_labels_are_whole_phrases(tree):
     note = tree.elements("select")[0]
     unbalanced = [o.text() for o in note.elements("option") if o.text().count("(") != o.text().count(")")]
     assert unbalanced == []
+
+
+def test_every_note_menu_label(tree):
+    note = tree.elements("select")[0]
+    assert [o.text() for o in note.elements("option")][1:] == [
+        "Su (2023): 000", "Su (2023): 001", "A tutorial chapter on 'Attention Is All You Need': 002", "Su (2022): 003",
+        "A short note: why attention needs scaling: 004"]
+
+
+@pytest.mark.parametrize("title, label", [
+    ("Su (2023), 'The scale of attention', with notes", "Su (2023)"),
+    ("A chapter (section 3.2.1, footnote 4)", "A chapter"),
+    ("Su (2023) on attention (section 2, eq. 5)", "Su (2023) on attention"),
+    ("A (draft) note", "A (draft) note"),
+    ("A short note: why attention needs scaling", "A short note: why attention needs scaling"),
+])
+def test_menu_label_drops_only_the_parenthesis_the_cut_leaves_open(title, label):
+    assert _menu_label(title) == label
 
 
 def test_each_note_has_a_heading_a_tally_and_a_table(tree):
