@@ -36,3 +36,15 @@ def test_a_cell_without_its_per_scale_entries_is_refused_by_name():
     cell = _cell()
     del cell["loss"], cell["alphas"]
     raises_exactly(ValueError, "cell lacks the entries ['alphas', 'loss']", select_scales, cell, ["1"])
+
+
+def test_a_cell_is_written_as_json_to_six_digits_with_infinity_as_null():
+    """The stored sweeps' format (training/runner.py writes every cell through it): arrays as
+    nested lists, NumPy integers as integers, floats to six significant digits, an infinite
+    step count (never reached the target) as null, which load_sweep reads back as inf."""
+    from attnscale.training.sweep import _jsonable
+
+    cell = {"best_lr": np.array([2, 0]), "n": np.int64(16), "area": np.array([[0.123456789, np.inf]]), "labels": ["1", "8"], "x": (np.float32(2.5),)}
+    out = _jsonable(cell)
+    assert out == {"best_lr": [2, 0], "n": 16, "area": [[0.123457, None]], "labels": ["1", "8"], "x": [2.5]}
+    assert type(out["n"]) is int and type(out["best_lr"][0]) is int
