@@ -124,3 +124,16 @@ def test_a_comparison_without_its_loss_or_inside_test_is_refused_by_name(table, 
     tests = {key: {k: v for k, v in t.items() if k != drop} for key, t in NO_EDGES.items()}
     with pytest.raises(TypeError, match=r"^tests must map .* \(speed, loss, inside\)$"):
         table(tests, NO_EDGES_HOLM)
+
+
+@pytest.mark.parametrize(("cell", "a", "exc", "message"), [
+    ([1, 2], 0, TypeError, "cell must be a dict, got list"),
+    ({"labels": []}, 0, ValueError, "cell lacks the entries ['alphas']"),
+    ({"labels": ["1"], "alphas": [1.0]}, -1, ValueError, "a must be an integer >= 0, got -1"),
+    ({"labels": ["1"], "alphas": [1.0]}, 2.5, TypeError, "a must be an integer >= 0, got 2.5"),
+    ({"labels": ["1"], "alphas": [1.0]}, 1, ValueError, "a must index one of the cell's 1 scales, got 1"),
+])
+def test_scale_name_refuses_bad_input_naming_the_argument(cell, a, exc, message):
+    with pytest.raises(exc) as caught:
+        tr.scale_name(cell, a)
+    assert str(caught.value) == message
