@@ -137,3 +137,10 @@ def test_scale_name_refuses_bad_input_naming_the_argument(cell, a, exc, message)
     with pytest.raises(exc) as caught:
         tr.scale_name(cell, a)
     assert str(caught.value) == message
+
+
+def test_a_scale_with_a_decimal_label_is_named_by_its_number():
+    """The legend names of chapter 10: a number (with or without a decimal point) as
+    ``α = label``, a rule as ``label = alpha`` to three digits."""
+    cell = {"labels": ["0.25", "2.5", "8", "α*(n)"], "alphas": [0.25, 2.5, 8.0, 1.7894]}
+    assert [tr.scale_name(cell, a) for a in range(4)] == ["α = 0.25", "α = 2.5", "α = 8", "α*(n) = 1.79"]
