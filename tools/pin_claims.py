@@ -17,19 +17,16 @@ file shows what moved. Needs a CPU with AVX-512 for the SkylakeX kernel.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kernels import run_under_settings  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "tests" / "data" / "claims_values.json"
-# (OpenBLAS kernel, threads, NumPy dispatch targets switched off): Haswell with NumPy's AVX2
-# paths and Prescott with its baseline SSE paths stand for CPUs without AVX-512
-NO_AVX512 = "X86_V4 AVX512_ICL AVX512_SPR"
-SETTINGS = [("SkylakeX", None, ""), ("Haswell", None, NO_AVX512), ("Prescott", None, "X86_V3 " + NO_AVX512), ("SkylakeX", "1", "")]
 
 
 def values() -> dict[str, list[float]]:
@@ -49,12 +46,7 @@ def main() -> int:
     if sys.argv[1:] == ["--one"]:
         json.dump(values(), sys.stdout)
         return 0
-    runs = []
-    for kernel, threads, numpy_off in SETTINGS:
-        env = {**os.environ, "OPENBLAS_CORETYPE": kernel, "NPY_DISABLE_CPU_FEATURES": numpy_off, **({"OPENBLAS_NUM_THREADS": threads} if threads else {})}
-        done = subprocess.run([sys.executable, __file__, "--one"], env=env, capture_output=True, text=True, check=True)
-        runs.append(json.loads(done.stdout))
-        print(f"ran under {kernel}" + (f", {threads} thread" if threads else "") + (f", NumPy without {numpy_off}" if numpy_off else ""), file=sys.stderr)
+    runs = run_under_settings(__file__)
     reference, others = runs[0], runs[1:]
     pinned = {}
     for rid, ref in reference.items():

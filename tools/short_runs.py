@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kernels import run_under_settings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "tests" / "data" / "training_short.json"
@@ -48,10 +49,6 @@ RUNS = {
     "sgd-dot-low": {"kind": "dot", "optimizer": "sgd", "options": {"lrs": {"adam": {"dot": [0.01, 0], "cosine": [0.01, 0]}, "sgd": {"dot": [0.1, 1], "cosine": [2.0, 1]}}, "slides": 0}},
     "sgd-cosine-low": {"kind": "cosine", "optimizer": "sgd", "options": {"lrs": {"adam": {"dot": [0.01, 0], "cosine": [0.01, 0]}, "sgd": {"dot": [0.1, 1], "cosine": [2.0, 1]}}, "slides": 0}},
 }
-# (OpenBLAS kernel, threads, NumPy dispatch targets switched off): Haswell with NumPy's AVX2
-# paths and Prescott with its baseline SSE paths stand for CPUs without AVX-512
-NO_AVX512 = "X86_V4 AVX512_ICL AVX512_SPR"
-SETTINGS = [("SkylakeX", None, ""), ("Haswell", None, NO_AVX512), ("Prescott", None, "X86_V3 " + NO_AVX512), ("SkylakeX", "1", "")]
 DECISIONS = ("best_lr", "slides", "steps_to_target", "steps_to_target_all", "diverged_at")
 AT_BEST_RATE = ("steps_to_target", "final_loss", "loss", "accuracy", "half_l1", "scale")
 CALM = 1e-6
@@ -115,14 +112,7 @@ def main() -> int:
     if sys.argv[1:] == ["--one"]:
         json.dump(run_all(), sys.stdout)
         return 0
-    results = []
-    for kernel, threads, numpy_off in SETTINGS:
-        env = {**os.environ, "OPENBLAS_CORETYPE": kernel, "NPY_DISABLE_CPU_FEATURES": numpy_off}
-        if threads:
-            env["OPENBLAS_NUM_THREADS"] = threads
-        done = subprocess.run([sys.executable, __file__, "--one"], env=env, capture_output=True, text=True, check=True)
-        results.append(json.loads(done.stdout))
-        print(f"ran under {kernel}" + (f", {threads} thread" if threads else "") + (f", NumPy without {numpy_off}" if numpy_off else ""), file=sys.stderr)
+    results = run_under_settings(__file__)
     reference, others = results[0], results[1:]
     runs = {name: {**spec, "values": reference[name], "spread": _spread(reference[name], [o[name] for o in others])} for name, spec in RUNS.items()}
     OUT.parent.mkdir(exist_ok=True)
