@@ -147,12 +147,12 @@ def test_a_cosine_needle_at_the_bottom_of_the_range_keeps_the_keys_around_it(d, 
     from 0.1 *above* the lower gap (mutant 72 of the run on 8cc0bff) moves the weight by
     9.2e-7 relative at d = 64, alpha = 100 (documented: 1e-11). Reference: the 1-d integral in
     mpmath at 40 digits, with breakpoints near -1."""
-    mp.mp.dps = 40
-    g = mp.mpf(-1)
-    norm = mp.beta(mp.mpf(1) / 2, mp.mpf(d - 1) / 2)
+    with mp.workdps(40):
+        g = mp.mpf(-1)
+        norm = mp.beta(mp.mpf(1) / 2, mp.mpf(d - 1) / 2)
 
-    def integrand(s):
-        return (1 - s * s) ** (mp.mpf(d - 3) / 2) / norm / (1 + mp.exp(alpha * (s - g)))
+        def integrand(s):
+            return (1 - s * s) ** (mp.mpf(d - 3) / 2) / norm / (1 + mp.exp(alpha * (s - g)))
 
-    reference = float(mp.quad(integrand, [-1, -0.99, -0.95, -0.9, -0.8, -0.6, -0.3, 0, 1]))
+        reference = float(mp.quad(integrand, [-1, -0.99, -0.95, -0.9, -0.8, -0.6, -0.3, 0, 1]))
     assert E.needle_weight(2, alpha, -1.0, d) == pytest.approx(reference, rel=RTOL["w"], abs=0)
