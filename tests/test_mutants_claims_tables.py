@@ -15,11 +15,10 @@ What they pin, each against a row or a message written out by hand here (never a
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from attnscale.claims import chapter_table
+from expect import raises_exactly
 
 DOC = "chapters/05_gaussian_scores"
 NOTE0 = "000_051da7c3837b8577.txt"
@@ -72,25 +71,18 @@ BAD_TEXT = [
 @pytest.mark.parametrize("field", ["chapter_claim", "chapter_verdict"])
 @pytest.mark.parametrize("text, complaint", BAD_TEXT, ids=["empty", "blank", "none", "number", "verdict-word", "role"])
 def test_a_bad_chapter_field_is_refused_naming_the_record_and_the_field(field, text, complaint):
-    with pytest.raises(ValueError) as err:
-        chapter_table(DOC, [_record(id="t-9", **{field: text})])
-    assert str(err.value) == f"record 't-9': {field} {complaint}"
+    raises_exactly(ValueError, f"record 't-9': {field} {complaint}", chapter_table, DOC, [_record(id="t-9", **{field: text})])
 
 
 @pytest.mark.parametrize("text, complaint", BAD_TEXT[1:2] + BAD_TEXT[3:], ids=["blank", "number", "verdict-word", "role"])
 def test_a_bad_note_is_refused_naming_the_record(text, complaint):
     """An empty or missing note is no note; any other note must be Markdown text without a verdict word or role."""
-    with pytest.raises(ValueError) as err:
-        chapter_table(DOC, [_record(id="t-9", note=text)])
-    assert str(err.value) == f"record 't-9': note {complaint}"
+    raises_exactly(ValueError, f"record 't-9': note {complaint}", chapter_table, DOC, [_record(id="t-9", note=text)])
 
 
 def test_bad_records_messages():
-    with pytest.raises(TypeError, match=re.escape("records must be a list of register records (dicts), got tuple") + "$"):
-        chapter_table(DOC, (_record(),))
+    raises_exactly(TypeError, "records must be a list of register records (dicts), got tuple", chapter_table, DOC, (_record(),))
     lacking = {k: v for k, v in _record(id="t-2").items() if k not in ("verdict", "where")}
-    with pytest.raises(ValueError, match=re.escape("records: record 't-2' lacks ['verdict', 'where']") + "$"):
-        chapter_table(DOC, [_record(), lacking])
-    with pytest.raises(ValueError, match=re.escape("records: record 't-3' has the verdict 'maybe', "
-                                                   "not one of ('holds', 'approximate', 'wrong', 'not checkable')") + "$"):
-        chapter_table(DOC, [_record(), _record(id="t-3", verdict="maybe")])
+    raises_exactly(ValueError, "records: record 't-2' lacks ['verdict', 'where']", chapter_table, DOC, [_record(), lacking])
+    raises_exactly(ValueError, "records: record 't-3' has the verdict 'maybe', not one of ('holds', 'approximate', 'wrong', 'not checkable')",
+                   chapter_table, DOC, [_record(), _record(id="t-3", verdict="maybe")])

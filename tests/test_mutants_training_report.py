@@ -27,6 +27,7 @@ import math
 import pytest
 
 from attnscale import training as tr
+from expect import raises_exactly
 
 INF = math.inf
 
@@ -134,9 +135,7 @@ def test_a_comparison_without_its_loss_or_inside_test_is_refused_by_name(table, 
     ({"labels": ["1"], "alphas": [1.0]}, 1, ValueError, "a must index one of the cell's 1 scales, got 1"),
 ])
 def test_scale_name_refuses_bad_input_naming_the_argument(cell, a, exc, message):
-    with pytest.raises(exc) as caught:
-        tr.scale_name(cell, a)
-    assert str(caught.value) == message
+    raises_exactly(exc, message, tr.scale_name, cell, a)
 
 
 def test_a_scale_with_a_decimal_label_is_named_by_its_number():
