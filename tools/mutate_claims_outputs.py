@@ -27,6 +27,9 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mutate_recheck import _survivors  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 # the modules that hold the recomputations and their helpers (the rest of the package loads
 # the register, states verdicts and writes tables and the page: examined by hand)
@@ -51,15 +54,6 @@ print(json.dumps(out))
 """
 
 
-def _survivors(mutants: Path) -> list[str]:
-    names = []
-    for meta in sorted((mutants / "src").rglob("*.meta")):
-        for name, code in json.loads(meta.read_text())["exit_code_by_key"].items():
-            if code == 0 and name.startswith("attnscale.claims."):
-                names.append(name)
-    return names
-
-
 def _function(name: str) -> tuple[str, str]:
     module, _, rest = name.rpartition(".x_")
     return module, re.sub(r"__mutmut_\d+$", "", rest)
@@ -69,7 +63,7 @@ def _reads_record(source: Path, func: str) -> bool:
     for node in ast.walk(ast.parse(source.read_text())):
         if isinstance(node, ast.FunctionDef) and node.name == func:
             arg = node.args.args[0].arg if node.args.args else None
-            return any(isinstance(n, ast.Name) and n.id == arg for n in ast.walk(node) if n is not node.args) if arg else False
+            return any(isinstance(n, ast.Name) and n.id == arg for n in ast.walk(node)) if arg else False
     return True  # not found: assume it does
 
 
@@ -95,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     for rec in load_register(REGISTER):
         if rec.get("recompute"):
             by_function.setdefault(rec["recompute"], []).append(rec["id"])
-    survivors = _survivors(mutants)
+    survivors = list(_survivors(mutants, "attnscale.claims."))
     if args.names:
         wanted = set(args.names.read_text().split())
         survivors = [name for name in survivors if name in wanted]

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kernels import run_under_settings  # noqa: E402
+from kernels import relative_spread, run_under_settings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "tests" / "data" / "claims_values.json"
@@ -50,15 +50,7 @@ def main() -> int:
     reference, others = runs[0], runs[1:]
     pinned = {}
     for rid, ref in reference.items():
-        a = np.array(ref)
-        spread = np.zeros_like(a)
-        for other in others:
-            b = np.array(other[rid])
-            if b.shape != a.shape:
-                raise SystemExit(f"{rid}: the shape of its value differs between kernels")
-            with np.errstate(all="ignore"):
-                r = np.where(a == b, 0.0, np.abs(a - b) / np.abs(a))
-            spread = np.maximum(spread, r)
+        spread = relative_spread(ref, [other[rid] for other in others])
         pinned[rid] = {"value": ref, "spread": [float(f"{x:.1e}") for x in spread]}
     OUT.parent.mkdir(exist_ok=True)
     OUT.write_text(json.dumps({"about": __doc__.split("\n\n")[0], "records": pinned}, indent=0) + "\n")

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kernels import run_under_settings  # noqa: E402
+from kernels import relative_spread, run_under_settings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "tests" / "data" / "training_short.json"
@@ -72,14 +72,6 @@ def run_all() -> dict:
     return {name: _plain(run_config(16, 32, spec["kind"], spec["optimizer"], **{**SHORT, **spec["options"]})) for name, spec in RUNS.items()}
 
 
-def _relative(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    with np.errstate(all="ignore"):
-        r = np.abs(a - b) / np.abs(a)
-    r[a == b] = 0.0  # equal infinities and zeros
-    r[np.isnan(r)] = np.inf
-    return r
-
-
 def _spread(reference: dict, others: list[dict]) -> dict:
     spread = {}
     for key, value in reference.items():
@@ -88,8 +80,7 @@ def _spread(reference: dict, others: list[dict]) -> dict:
             if any(o[key] != value for o in others):
                 raise SystemExit(f"{key} differs between kernels: {value!r}")
             continue
-        ref = arr.astype(float)
-        spread[key] = np.max([_relative(ref, np.asarray(o[key], float)) for o in others], axis=0)
+        spread[key] = relative_spread(value, [o[key] for o in others])
     labels = len(reference["labels"])
     numbers = {k: s for k, s in spread.items() if k not in DECISIONS and s.shape[:1] == (labels,)}
     per_label = np.array([max(float(s[i].max()) for s in numbers.values()) for i in range(labels)])
