@@ -132,3 +132,14 @@ def test_a_wrong_verdict_is_caught():
         from attnscale.claims import recompute
 
         recompute({"id": "x", "recompute": "nope"})
+
+
+def test_a_refutation_must_confirm_the_correction():
+    """A check that finds a claim wrong must also accept the register's correction: a broken
+    check rejects both, and then it says so instead of passing for a refutation."""
+    from attnscale.claims._registry import refuted
+
+    rec = {"id": "some-record"}
+    assert refuted(False, True, rec) is False and refuted(True, True, rec) is True
+    with pytest.raises(RuntimeError, match=r"^record 'some-record': the check rejects the register's correction too"):
+        refuted(False, False, rec)

@@ -7,7 +7,7 @@ from scipy.optimize import minimize_scalar
 
 from ..entropy import collision, effective_number, renyi2
 from ..softmax import gradient_l1, jacobian_frobenius, jacobian_max_entry, jacobian_spectral_norm, softmax, softmax_jacobian, softmax_vjp
-from ._registry import example_row, fd_jacobian, inputs, register
+from ._registry import example_row, fd_jacobian, inputs, refuted, register
 
 
 @register
@@ -60,19 +60,29 @@ def outer_rank_one(rec: dict) -> bool:
 @register
 def jacobian_eigenvalues_are_alpha_p(rec: dict) -> bool:
     """Whether the n - 1 non-zero eigenvalues are exactly alpha p_i for n - 1 of
-    the p_i (sorted, the smallest alpha p_i left out; they interlace, so they cannot all coincide)."""
+    the p_i (sorted, the smallest alpha p_i left out; they interlace, so they cannot all coincide).
+    The same eigenvalues must confirm the correction: each lies strictly between two
+    neighbouring alpha p_i and solves the secular equation alpha sum_i p_i^2 / (alpha p_i - mu) = 1
+    (residual at most 5e-13 here; the tolerance is 1e-9)."""
     _, p, a = example_row()
     eig = np.sort(np.linalg.eigvalsh(softmax_jacobian(p, a)))[1:]
-    targets = np.sort(a * p)[1:]
-    return bool(np.all(np.abs(eig - targets) <= 1e-9 * targets))
+    t = np.sort(a * p)
+    secular = a * np.sum(p[:, None] ** 2 / (a * p[:, None] - eig[None, :]), axis=0)
+    correction = np.all((t[:-1] < eig) & (eig < t[1:])) and np.all(np.abs(secular - 1) < 1e-9)
+    return refuted(np.all(np.abs(eig - t[1:]) <= 1e-9 * t[1:]), bool(correction), rec)
 
 
 @register
 def eigenvector_orthogonal_to_p(rec: dict) -> bool:
-    """Whether some eigenvector of the finite-difference Jacobian with a non-zero eigenvalue is orthogonal to p."""
+    """Whether some eigenvector of the finite-difference Jacobian with a non-zero eigenvalue is orthogonal to p.
+    The same eigenvectors must confirm the correction: the one with eigenvalue mu is parallel to
+    (alpha diag(p) - mu)^{-1} p (|cosine| within 1e-6 of 1; measured 7e-16 away)."""
     s, p, a = example_row()
     w, vecs = np.linalg.eigh(0.5 * (fd_jacobian(s, a) + fd_jacobian(s, a).T))
-    return bool(np.any(np.abs(p @ vecs[:, w > 1e-6]) < 1e-6))
+    nonzero = w > 1e-6
+    u = p[:, None] / (a * p[:, None] - w[None, nonzero])
+    cosines = np.sum(u * vecs[:, nonzero], axis=0) / np.linalg.norm(u, axis=0)
+    return refuted(np.any(np.abs(p @ vecs[:, nonzero]) < 1e-6), bool(np.all(np.abs(np.abs(cosines) - 1) < 1e-6)), rec)
 
 
 @register

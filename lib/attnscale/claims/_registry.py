@@ -42,3 +42,13 @@ def fd_derivative(f: Callable[[float], Any], x: float, h: float = 1e-5) -> Any:
 
 def fd_second(f: Callable[[float], Any], x: float, h: float = 1e-4) -> Any:
     return (f(x + h) - 2 * f(x) + f(x - h)) / (h * h)
+
+
+def refuted(claim_holds: bool, correction_holds: bool, rec: dict) -> bool:
+    """The answer of a check that finds a claim wrong only if it also confirms the
+    correction the register gives: a broken check fails the claim and the correction
+    alike, and that would otherwise pass for a refutation. Returns ``claim_holds``;
+    raises ``RuntimeError`` naming the record when the correction does not hold."""
+    if not correction_holds:
+        raise RuntimeError(f"record {rec.get('id')!r}: the check rejects the register's correction too, so its answer on the claim is no evidence")
+    return bool(claim_holds)

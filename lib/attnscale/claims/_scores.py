@@ -9,7 +9,7 @@ import numpy as np
 
 from ..scores import sample_dot_products
 from ..softmax import jacobian_max_entry, power_weights, softmax
-from ._registry import fd_jacobian, inputs, register
+from ._registry import fd_jacobian, inputs, refuted, register
 
 #: pairs per Monte Carlo estimate below; the relative standard error of a sample
 #: variance of a product of normals is sqrt((2 + 6/d)/N) ~ 1%, of a mean ~ 1/sqrt(N)
@@ -196,9 +196,11 @@ def gau_scale_identity(rec: dict) -> bool:
 
 @register
 def printed_normaliser_rows(rec: dict) -> bool:
-    """Whether the weights with the printed Z_i (a sum over the query index i) sum to 1 over the keys j."""
+    """Whether the weights with the printed Z_i (a sum over the query index i) sum to 1 over the keys j.
+    The same row test must pass for the correction, a sum over the key index j."""
     r = np.maximum(np.random.default_rng(67).standard_normal((6, 6)), 0) ** 2 + 1e-3
-    return bool(np.allclose((r / r.sum(axis=0, keepdims=True)).sum(axis=1), 1.0))
+    rows_sum_to_one = lambda w: bool(np.allclose(w.sum(axis=1), 1.0))
+    return refuted(rows_sum_to_one(r / r.sum(axis=0, keepdims=True)), rows_sum_to_one(r / r.sum(axis=1, keepdims=True)), rec)
 
 
 @register
