@@ -69,7 +69,7 @@ def jacobian_eigenvalues_are_alpha_p(rec: dict) -> bool:
     t = np.sort(a * p)
     secular = a * np.sum(p[:, None] ** 2 / (a * p[:, None] - eig[None, :]), axis=0)
     correction = np.all((t[:-1] < eig) & (eig < t[1:])) and np.all(np.abs(secular - 1) < 1e-9)
-    return refuted(np.all(np.abs(eig - t[1:]) <= 1e-9 * t[1:]), bool(correction), rec)
+    return refuted(bool(np.all(np.abs(eig - t[1:]) <= 1e-9 * t[1:])), bool(correction), rec)
 
 
 @register
@@ -82,7 +82,7 @@ def eigenvector_orthogonal_to_p(rec: dict) -> bool:
     nonzero = w > 1e-6
     u = p[:, None] / (a * p[:, None] - w[None, nonzero])
     cosines = np.sum(u * vecs[:, nonzero], axis=0) / np.linalg.norm(u, axis=0)
-    return refuted(np.any(np.abs(p @ vecs[:, nonzero]) < 1e-6), bool(np.all(np.abs(np.abs(cosines) - 1) < 1e-6)), rec)
+    return refuted(bool(np.any(np.abs(p @ vecs[:, nonzero]) < 1e-6)), bool(np.all(np.abs(np.abs(cosines) - 1) < 1e-6)), rec)
 
 
 @register
