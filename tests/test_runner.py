@@ -26,6 +26,24 @@ def test_one_job_per_cell_for_every_file():
             runner.outputs(bad)
 
 
+def test_each_file_records_what_its_jobs_run_with():
+    """A file's header (optimizer, learn_scale, weight_decay; factor for the lengths) is what the
+    stored file of that name in chapters/data records, from the run that made it, and every
+    job of the file runs with those values (passed, or the function's default)."""
+    import inspect
+
+    from attnscale.training import DATA
+
+    for out in runner.outputs():
+        stored = json.loads((DATA / out.name).read_text())
+        recorded = {k: v for k, v in stored.items() if k not in ("command", "settings", "machine", "seconds", "cells")}
+        assert out.header == recorded, out.name
+        for func, kwargs, _ in out.jobs:
+            defaults = {k: p.default for k, p in inspect.signature(func).parameters.items() if p.default is not inspect.Parameter.empty}
+            ran_with = {**defaults, **kwargs}
+            assert {k: ran_with[k] for k in out.header} == out.header, (out.name, kwargs)
+
+
 def test_a_whole_run_on_tiny_settings(tmp_path, monkeypatch):
     """Every file is written, records the command and the settings, and holds every cell;
     a cell equals what run_config gives for it directly, whichever worker ran it."""
