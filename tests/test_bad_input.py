@@ -317,3 +317,15 @@ def test_nothing_returns_a_silent_nan_at_the_edges_of_the_valid_range():
     for value in values:
         assert not np.isnan(np.asarray(value, dtype=float)).any()
     assert math.isfinite(float(optimum.alpha_star_normal(2.0)))
+
+
+@pytest.mark.parametrize("name, args", [("run_config", (16, 32, "dot")), ("length_transfer", (16, 32)), ("sweep.tune", (1,))])
+def test_a_misspelt_setting_is_rejected_by_name(name, args):
+    """The training entry points take the sweep's settings as keyword overrides; a name that is
+    not a setting is refused, named, before any training (it was ignored before)."""
+    import attnscale.training as training
+
+    func = getattr(training.sweep, "tune") if name == "sweep.tune" else getattr(training, name)
+    extra = {"n": 16, "d": 32, "kind": "dot", "alphas": [1.0]} if name == "sweep.tune" else {}
+    with pytest.raises(TypeError, match=r"^unknown setting\(s\) \['stepz'\]: the overridable settings are \[.*'steps'"):
+        func(*args, **extra, stepz=10)

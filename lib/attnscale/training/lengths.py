@@ -32,7 +32,7 @@ from .. import lengthrules
 from ..entropy import alpha_for_mean_field_entropy
 from .loop import _held_out_rows
 from .model import _accuracy, _forward
-from .sweep import SWEEP, _read_results, tune
+from .sweep import _read_results, _settings, tune
 
 __all__ = ["TRAINED", "RELATIVE", "MEASURES", "held_out_sets", "length_transfer", "load_lengths"]
 
@@ -111,7 +111,7 @@ def length_transfer(n: int, d: int, *, factor: int = 4, seed: int | None = None,
     factor = v.integer_at_least(factor, "factor", 2)
     eval_size = v.integer_at_least(eval_size, "eval_size", 1)
     grid = v.integer_at_least(grid, "grid", 2)
-    cfg = {**SWEEP, **overrides}
+    cfg = _settings(overrides)
     if seed is None:
         seed = 1000 * n + d  # the dot cell's seed in the sweep
     seed = v.integer_at_least(seed, "seed", 0)

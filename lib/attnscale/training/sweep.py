@@ -100,6 +100,15 @@ def rate_window(optimizer: str, kind: str, alpha: float, cfg: dict[str, Any] | N
 _BY_RATE = ("loss", "accuracy", "half_l1", "scale", "diverged_at", "val_loss")
 
 
+def _settings(overrides: dict[str, Any]) -> dict[str, Any]:
+    """The sweep's settings with ``overrides`` in place of the stored values; a name that is
+    not a setting (a misspelt one would otherwise be ignored) is a ``TypeError`` naming it."""
+    unknown = sorted(set(overrides) - set(SWEEP))
+    if unknown:
+        raise TypeError(f"unknown setting(s) {unknown}: the overridable settings are {sorted(SWEEP)}")
+    return {**SWEEP, **overrides}
+
+
 def tune(seed: int, *, n: int, d: int, kind: str, alphas: list[float], optimizer: str = "adam", learn_scale: bool = False,
          weight_decay: float = 0.0, return_params: bool = False, **overrides: Any) -> dict[str, Any]:
     """Train every scale of ``alphas`` at a window of learning rates (:func:`rate_window`)
@@ -113,7 +122,7 @@ def tune(seed: int, *, n: int, d: int, kind: str, alphas: list[float], optimizer
     of shape (seeds, alphas, rates, ...)), plus ``lrs`` (alphas, rates), ``best_lr`` (alphas,)
     indices into them, and ``slides`` (alphas,): how far each window moved (negative: down)."""
     optimizer, kind = _optimizer(optimizer), _kind(kind)
-    cfg = {**SWEEP, **overrides}
+    cfg = _settings(overrides)
     alphas = [float(a) for a in v.at_least_1d(v.positive(alphas, "alphas"), "alphas")]
     windows = [rate_window(optimizer, kind, a, cfg) for a in alphas]
     v.integer_at_least(cfg["validation_size"], "validation_size", 1)
@@ -188,7 +197,7 @@ def run_config(n: int, d: int, kind: str, optimizer: str = "adam", *, seed: int 
     ``weight_decay`` trains with AdamW (see :func:`train`), again from the fixed
     cell's seed, so each AdamW run pairs with the Adam run of the same seed."""
     optimizer = _optimizer(optimizer)
-    cfg = {**SWEEP, **overrides}
+    cfg = _settings(overrides)
     labels, alphas = sweep_scales(n, d, kind)
     if scales is not None:
         keep = _scale_indices(labels, scales)
