@@ -45,6 +45,8 @@ def evaluation_steps(steps: int, resolution: float = 0.05, dense: int = 20) -> N
     read off this schedule is therefore known to within ``resolution`` of itself
     from step ``dense`` on, and exactly before it."""
     steps = v.integer_at_least(steps, "steps", 1)
+    if steps > np.iinfo(np.int64).max:
+        raise ValueError(f"steps must be an integer <= {np.iinfo(np.int64).max}, got {steps}")
     dense = v.integer_at_least(dense, "dense", 1)
     resolution = v.real_number(resolution, "resolution")
     if not 0 < resolution <= 1:

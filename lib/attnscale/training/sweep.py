@@ -79,7 +79,8 @@ def lattice_rate(k: int) -> float:
 def _lattice_index(x: float) -> int:
     """The lattice point nearest ``x`` on a log scale."""
     k0 = math.floor(2 * math.log10(x))
-    return min(range(k0 - 1, k0 + 3), key=lambda k: abs(math.log(x / lattice_rate(k))))
+    # the candidates k0 - 1 .. k0 + 2, cut at the lattice's floor (k >= -60, 1e-30)
+    return min(range(max(k0 - 1, -60), max(k0 + 3, -59)), key=lambda k: abs(math.log(x / lattice_rate(k))))
 
 
 def rate_window(optimizer: str, kind: str, alpha: float, cfg: dict[str, Any] | None = None) -> list[int]:
