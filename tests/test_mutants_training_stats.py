@@ -28,6 +28,13 @@ statistics and report; see tests/MUTANTS.md).
 - summary_rows and results_table: the grid-edge dagger at the top of the grid, a scale no
   seed got to ("never", median "—"), the exact Markdown header, rule and rows the chapter
   displays, and the messages for a bad cell.
+- best_rates, holm, lr_exponent, mean_interval, paired_comparison, steps_to_target: the
+  exact messages for a bad argument, each naming the argument and (holm) the first value
+  outside [0, 1]; a best_lr that is not one index per scale and a cell whose alphas are all
+  equal are refused rather than answered (a slab of rates; a slope of 0/0).
+- paired_comparison: both ends of the interval for prob_later are bootstrap replications
+  (Efron's percentile interval: the B alpha/2-th and B (1 - alpha/2)-th of the B ordered
+  replications), so with no ties they are multiples of 1/pairs. Reference: that lattice.
 """
 
 from __future__ import annotations
@@ -391,3 +398,65 @@ def test_results_table_is_the_markdown_the_chapter_displays():
         "| 256 | 32 | 1 | 1 | 0.1 | 3/3 | 40 | 20–60 | 0.200 ± 0.100 | — |\n"
         "| 256 | 64 | 1 | 1 | 0.1 | 3/3 | 40 | 20–60 | 0.200 ± 0.100 | — |"
     )
+
+
+# --- the other statistics: messages, refusals, the bootstrap interval --------------------
+
+_ONE_INDEX = "cell['best_lr'] must hold one index into each scale's rates (0 to 2), got "
+_NEVER = " must hold numbers or +inf (never reached), got "
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        # a 2-d best_lr, a single index and a 3-d table of rates: none is one index per scale
+        pytest.param(
+            lambda: tr.best_rates({"lrs": [0.1, 0.3, 1.0], "best_lr": [[1]]}),
+            ValueError,
+            _ONE_INDEX + "[[1]] for rates of shape (3,)",
+            id="best_rates-2d-index",
+        ),
+        pytest.param(
+            lambda: tr.best_rates({"lrs": [0.1, 0.3, 1.0], "best_lr": 1}), ValueError, _ONE_INDEX + "1 for rates of shape (3,)", id="best_rates-one-index"
+        ),
+        pytest.param(
+            lambda: tr.best_rates({"lrs": np.ones((2, 2, 3)), "best_lr": [1, 0]}),
+            ValueError,
+            _ONE_INDEX + "[1, 0] for rates of shape (2, 2, 3)",
+            id="best_rates-3d-rates",
+        ),
+        pytest.param(lambda: tr.holm([]), ValueError, "p_values must hold at least one p-value", id="holm-empty"),
+        pytest.param(lambda: tr.holm([0.2, 1.5]), ValueError, "p_values must be in [0, 1], got 1.5", id="holm-above-1"),
+        pytest.param(lambda: tr.holm([[0.5, 1.0], [-0.25, 0.1]]), ValueError, "p_values must be in [0, 1], got -0.25", id="holm-below-0"),
+        # two equal alphas: no slope to fit (the centred log alphas are all 0)
+        pytest.param(
+            lambda: tr.lr_exponent([{"alphas": [2.0, 2.0], "lrs": [0.1, 0.3, 1.0], "best_lr": [0, 2]}]),
+            ValueError,
+            "cells: each cell must hold at least two different alphas",
+            id="lr_exponent-equal-alphas",
+        ),
+        pytest.param(lambda: tr.mean_interval([1.0, 2.0, 3.0], level="0.9"), TypeError, "level must be a real number, got '0.9'", id="mean_interval-level"),
+        pytest.param(
+            lambda: tr.paired_comparison([1.0, np.nan], [1.0, 2.0]), ValueError, "a" + _NEVER + "nan in array of shape (2,) [1.0, nan]", id="paired-a"
+        ),
+        pytest.param(
+            lambda: tr.paired_comparison([1.0, 2.0], [-INF, 2.0]), ValueError, "b" + _NEVER + "-inf in array of shape (2,) [-inf, 2.0]", id="paired-b"
+        ),
+        pytest.param(lambda: tr.steps_to_target([0, 1], [0.1, 0.9], "0.8"), TypeError, "target must be a real number, got '0.8'", id="steps_to_target-target"),
+    ],
+)
+def test_statistics_messages(call, error, message):
+    with pytest.raises(error, match="^" + re.escape(message) + "$"):
+        call()
+
+
+def test_the_effect_size_interval_ends_are_bootstrap_replications():
+    """Eight pairs, five later and three earlier, no ties: a resample's prob_later is a count
+    of later pairs over 8, and so must be each end of a percentile interval, whatever the seed."""
+    a, b = [1.0] * 5 + [0.0] * 3, [0.5] * 8
+    for seed in range(30):
+        r = tr.paired_comparison(a, b, seed=seed)
+        assert r.prob_later == 5 / 8
+        ends = 8 * np.array(r.prob_later_ci)
+        assert np.array_equal(ends, np.round(ends)), (seed, r.prob_later_ci)
+        assert 0 <= ends[0] <= 5 <= ends[1] <= 8, (seed, r.prob_later_ci)
