@@ -82,8 +82,10 @@ def lr_exponent(cells: list[dict]) -> tuple[float, list[float]]:
     xs, ys, per_cell = [], [], []
     for c in cells:
         c = v.mapping(c, "cells entry", ("alphas", "lrs", "best_lr"))
-        x = np.log(np.asarray(c["alphas"], dtype=float))
+        x = np.log(v.positive(c["alphas"], "cells entry's alphas"))
         y = np.log(best_rates(c))
+        if x.shape != y.shape:
+            raise ValueError(f"cells entry's alphas must be one per best rate ({y.size}), got shape {x.shape}")
         if x.size < 2 or np.ptp(x) == 0:
             raise ValueError("cells: each cell must hold at least two different alphas")
         x, y = x - x.mean(), y - y.mean()
