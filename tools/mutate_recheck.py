@@ -42,9 +42,9 @@ def _survivors(mutants: Path, prefix: str, codes: tuple[int, ...] = (0,)) -> dic
     return found
 
 
-def _outcome(mutants: Path, name: str, tests: list[str], timeout: float) -> str:
+def _outcome(mutants: Path, name: str, tests: list[str], timeout: float, skip: str | None = None) -> str:
     env = {**os.environ, "MUTANT_UNDER_TEST": name, "PYTHONPATH": str(mutants / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *tests]
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *(["-m", f"not {skip}"] if skip else []), *tests]
     try:
         done = subprocess.run(cmd, cwd=mutants, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -53,8 +53,8 @@ def _outcome(mutants: Path, name: str, tests: list[str], timeout: float) -> str:
     return {1: "killed", 0: "survived"}.get(done.returncode, "no verdict")
 
 
-def _fails(mutants: Path, name: str, tests: list[str]) -> bool:
-    return _outcome(mutants, name, tests, timeout=3600) == "killed"
+def _fails(mutants: Path, name: str, tests: list[str], skip: str | None = None) -> bool:
+    return _outcome(mutants, name, tests, timeout=3600, skip=skip) == "killed"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeouts", action="store_true",
                         help="re-run the mutants mutmut timed out (a time-out under load may be slowness, not detection): "
                              "a failure is recorded as killed, a pass as survived, a new time-out is kept")
+    parser.add_argument("--skip-marked", metavar="MARK", help="leave out the tests marked MARK (e.g. stored_sweep, as tools/mutate.sh does)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds before a re-run counts as timed out (default 900)")
     args = parser.parse_args(argv)
     mutants = args.scratch.resolve() / "mutants"
@@ -73,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{mutants / 'src'} does not exist: run tools/mutate.sh first")
     survivors = _survivors(mutants, args.prefix, TIMEOUT_CODES if args.timeouts else (0,))
     # the unmutated code must pass the same tests, or a failure says nothing about a mutant
-    if _fails(mutants, "", args.tests):
+    if _fails(mutants, "", args.tests, args.skip_marked):
         parser.error("the tests fail on the unmutated code; nothing can be concluded")
     what = "timed-out mutants" if args.timeouts else "survivors"
     print(f"{len(survivors)} {what} to re-run against {len(args.tests)} test files", flush=True)
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     counts = {"killed": 0, "survived": 0, "timed out": 0, "no verdict": 0}
     # each verdict is recorded as it comes, so that a stopped re-check keeps what it found
     with ThreadPoolExecutor(max_workers=args.jobs) as pool, out.open("w") as log:
-        outcomes = pool.map(lambda n: _outcome(mutants, n, args.tests, args.timeout), survivors)
+        outcomes = pool.map(lambda n: _outcome(mutants, n, args.tests, args.timeout, args.skip_marked), survivors)
         for name, outcome in zip(survivors, outcomes):
             log.write(f"{name} {outcome}\n")
             log.flush()
