@@ -33,13 +33,17 @@ from pathlib import Path
 TIMEOUT_CODES = (36, -24, 24, 152, 255)
 
 
-def _survivors(mutants: Path, prefix: str, codes: tuple[int, ...] = (0,)) -> dict[str, Path]:
+def _records(mutants: Path) -> dict[str, tuple[int | None, Path]]:
+    """Every mutant of the run: its exit code (None before it has run) and its record file."""
     found = {}
     for meta in sorted((mutants / "src").rglob("*.meta")):
         for name, code in json.loads(meta.read_text())["exit_code_by_key"].items():
-            if code in codes and name.startswith(prefix):
-                found[name] = meta
+            found[name] = (code, meta)
     return found
+
+
+def _survivors(mutants: Path, prefix: str, codes: tuple[int, ...] = (0,)) -> dict[str, Path]:
+    return {name: meta for name, (code, meta) in _records(mutants).items() if code in codes and name.startswith(prefix)}
 
 
 def _outcome(mutants: Path, name: str, tests: list[str], timeout: float, skip: str | None = None) -> str:

@@ -23,36 +23,34 @@ from __future__ import annotations
 import argparse
 import json
 import random
-from collections import Counter
+import sys
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from mutmut.stats import status_by_exit_code
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mutate_recheck import _records  # noqa: E402
+
 SKIPPED = 34  # mutmut 3's exit code for a skipped mutant
 
 
-def _metas(scratch: Path) -> list[Path]:
-    metas = sorted((scratch / "mutants" / "src").rglob("*.meta"))
-    if not metas:
-        raise SystemExit(f"no mutmut records under {scratch / 'mutants' / 'src'}: run tools/mutate.sh first")
-    return metas
-
-
 def _codes(scratch: Path) -> dict[str, int | None]:
-    codes: dict[str, int | None] = {}
-    for meta in _metas(scratch):
-        codes.update(json.loads(meta.read_text())["exit_code_by_key"])
+    codes = {name: code for name, (code, _) in _records(scratch / "mutants").items()}
+    if not codes:
+        raise SystemExit(f"no mutmut records under {scratch / 'mutants' / 'src'}: run tools/mutate.sh first")
     return codes
 
 
 def _rewrite(scratch: Path, change: dict[str, int | None]) -> None:
-    for meta in _metas(scratch):
+    by_meta: dict[Path, dict[str, int | None]] = defaultdict(dict)
+    for name, (_, meta) in _records(scratch / "mutants").items():
+        if name in change:
+            by_meta[meta][name] = change[name]
+    for meta, hit in by_meta.items():
         data = json.loads(meta.read_text())
-        keys = data["exit_code_by_key"]
-        hit = {k: v for k, v in change.items() if k in keys}
-        if hit:
-            keys.update(hit)
-            meta.write_text(json.dumps(data, indent=4))
+        data["exit_code_by_key"].update(hit)
+        meta.write_text(json.dumps(data, indent=4))
 
 
 def park(scratch: Path, size: int, seed: int) -> None:
