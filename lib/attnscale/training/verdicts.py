@@ -121,7 +121,12 @@ def conclusions(directory: str | Path) -> tuple[dict[str, str], dict[str, tuple[
     for lam, arm in adamw.items():
         if any(not np.array_equal(a["lrs"], f["lrs"]) for a, f in zip(arm, adam)):
             raise ValueError(f"directory: the AdamW cells at decay {lam} do not share Adam's windows of rates")
-    rates = {x: [int(f["best_lr"][labels.index(x)]) for f in adam] for x in labels}
+    # a scale is found by its label in each cell (a cell may list its scales in another order)
+    for c in adam + [c for arm in adamw.values() for c in arm]:
+        if sorted(c["labels"]) != sorted(labels):
+            raise ValueError(f"directory: the Adam and AdamW dot cells must hold the same scales {labels}; "
+                             f"cell (n, d) = ({c['n']}, {c['d']}) holds {list(c['labels'])}")
+    rates = {x: [int(f["best_lr"][list(f["labels"]).index(x)]) for f in adam] for x in labels}
     same = {x: {what: paired_comparison(_pooled(adamw[0.1], x, key, rates[x]), _pooled(adam, x, key)) for what, key in (("speed", "steps_to_target"), ("loss", "final_loss"))}
             for x in labels}
     own = {x: {what: paired_comparison(_pooled(adamw[0.1], x, key), _pooled(adam, x, key)) for what, key in (("speed", "steps_to_target"), ("loss", "final_loss"))}
