@@ -80,6 +80,17 @@ def _shapes(params: dict, data: dict, alpha: ArrayLike) -> tuple[int, int, int, 
     seeds, models, d, _ = Wq.shape
     if K.ndim != 4 or K.shape[0] != seeds or K.shape[-1] != d:
         raise ValueError(f"data K must have shape (seeds={seeds}, batch, n, d={d}), got {K.shape}")
+    # the other entries of data are broadcast against K by NumPy, so a wrong shape would give numbers, not an error
+    batch, n = K.shape[1], K.shape[2]
+    V = np.asarray(data["V"])
+    if V.ndim != 4 or V.shape[:3] != K.shape[:3]:
+        raise ValueError(f"data V must have shape (seeds={seeds}, batch={batch}, n={n}, c), got {V.shape}")
+    wanted = {"x": (("seeds", seeds), ("batch", batch), ("d", d)), "target": (("seeds", seeds), ("batch", batch), ("c", V.shape[-1])),
+              "j": (("seeds", seeds), ("batch", batch))}
+    for key, dims in wanted.items():
+        if np.shape(data[key]) != tuple(size for _, size in dims):
+            shown = ", ".join(f"{name}={size}" for name, size in dims)
+            raise ValueError(f"data {key} must have shape ({shown}), got {np.shape(data[key])}")
     a = v.positive(alpha, "alpha")
     if a.shape not in ((), (models,)):
         raise ValueError(f"alpha must be a scalar or one scale per model ({models}), got shape {a.shape}")
