@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tracemalloc
+
 import pytest
 
 
@@ -10,3 +12,19 @@ def raises_exactly(exc: type[BaseException], message: str, fn, *args, **kwargs) 
     with pytest.raises(exc) as info:
         fn(*args, **kwargs)
     assert str(info.value) == message
+
+
+def peak_bytes(fn, *args, **kwargs) -> int:
+    """The peak of memory traced while ``fn(*args, **kwargs)`` runs, in bytes above what was
+    held before it started (tracemalloc sees NumPy's arrays)."""
+    was_tracing = tracemalloc.is_tracing()
+    if not was_tracing:
+        tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        before = tracemalloc.get_traced_memory()[0]
+        fn(*args, **kwargs)
+        return tracemalloc.get_traced_memory()[1] - before
+    finally:
+        if not was_tracing:
+            tracemalloc.stop()

@@ -40,11 +40,11 @@ from __future__ import annotations
 
 import math
 import re
-import tracemalloc
 import warnings
 
 import numpy as np
 import pytest
+from expect import peak_bytes
 
 from attnscale.training import evaluation_steps, forward, init_params, loss_and_grads, model, sample_batch, train
 from attnscale.training.loop import LIMIT
@@ -261,18 +261,8 @@ def test_an_overflowing_step_raises_and_names_the_overflow():
 def _peak_of_a_cosine_run(eval_size: int) -> float:
     """Peak traced memory (bytes, above what was held before) of one cosine training step
     with its two evaluations: n = 2, d = 2, c = 1, 64 models, batches of 256."""
-    was_tracing = tracemalloc.is_tracing()
-    if not was_tracing:
-        tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        before = tracemalloc.get_traced_memory()[0]
-        train(0, n=2, d=2, c=1, kind="cosine", alphas=list(np.arange(1.0, 9.0)), lrs=list(np.arange(1, 9) * 1e-3), seeds=1,
-              steps=1, batch=256, eval_size=eval_size)
-        return tracemalloc.get_traced_memory()[1] - before
-    finally:
-        if not was_tracing:
-            tracemalloc.stop()
+    return peak_bytes(train, 0, n=2, d=2, c=1, kind="cosine", alphas=list(np.arange(1.0, 9.0)),
+                      lrs=list(np.arange(1, 9) * 1e-3), seeds=1, steps=1, batch=256, eval_size=eval_size)
 
 
 def test_the_cosine_evaluation_works_in_pieces_whatever_the_size_of_the_test_set(monkeypatch):

@@ -36,11 +36,11 @@ from __future__ import annotations
 
 import math
 import re
-import tracemalloc
 from pathlib import Path
 
 import numpy as np
 import pytest
+from expect import peak_bytes
 
 from attnscale.training import SWEEP, compare_arms, forward, held_out_sets, load_lengths, train
 
@@ -170,18 +170,8 @@ def test_a_diverged_model_keeps_its_last_weights_when_another_diverges_later():
 def _peak_of_a_cosine_step(batch: int) -> float:
     """Peak traced memory (bytes, above what was held before) of one cosine training step:
     n = 2, d = 2, 64 models."""
-    was_tracing = tracemalloc.is_tracing()
-    if not was_tracing:
-        tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        before = tracemalloc.get_traced_memory()[0]
-        train(0, n=2, d=2, kind="cosine", alphas=list(np.arange(1.0, 9.0)), lrs=list(np.arange(1, 9) * 1e-3), seeds=1, steps=1, batch=batch,
-              eval_size=4)
-        return tracemalloc.get_traced_memory()[1] - before
-    finally:
-        if not was_tracing:
-            tracemalloc.stop()
+    return peak_bytes(train, 0, n=2, d=2, kind="cosine", alphas=list(np.arange(1.0, 9.0)),
+                      lrs=list(np.arange(1, 9) * 1e-3), seeds=1, steps=1, batch=batch, eval_size=4)
 
 
 def test_a_cosine_step_works_in_pieces_whatever_the_number_of_models():
