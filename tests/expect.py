@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import re
 import tracemalloc
 
 import pytest
+
+
+def whole(message: str) -> str:
+    """A ``match=`` pattern for ``pytest.raises`` that takes ``message`` whole, from its first
+    character to its last (``match`` alone searches anywhere in the text)."""
+    return "^" + re.escape(message) + "$"
 
 
 def raises_exactly(exc: type[BaseException], message: str, fn, *args, **kwargs) -> None:

@@ -21,19 +21,15 @@ References: the messages written out by hand.
 
 from __future__ import annotations
 
-import re
 
 import numpy as np
 import pytest
+from expect import whole
 
 from attnscale.training import evaluation_steps, init_params, sample_batch, train
 
 #: the smallest valid run (tests/test_bad_input.py's valid call of train)
 TINY = {"n": 4, "d": 4, "kind": "dot", "alphas": [1.0], "lrs": [1e-2], "seeds": 1, "steps": 1, "eval_size": 4}
-
-
-def _whole(message: str) -> str:
-    return "^" + re.escape(message) + "$"
 
 
 @pytest.mark.parametrize(
@@ -48,7 +44,7 @@ def _whole(message: str) -> str:
     ids=["seed", "batch", "eval_size", "learn_scale", "alphas-2d"],
 )
 def test_train_refuses_a_bad_setting_with_a_message_that_begins_with_its_name(seed, change, error, message):
-    with pytest.raises(error, match=_whole(message)):
+    with pytest.raises(error, match=whole(message)):
         train(seed, **{**TINY, **change})
 
 
@@ -63,7 +59,7 @@ def test_train_refuses_a_bad_setting_with_a_message_that_begins_with_its_name(se
     ids=["init_params-d", "sample_batch-n", "sample_batch-d", "sample_batch-c"],
 )
 def test_the_model_refuses_a_bad_size_with_a_message_that_begins_with_its_name(call, message):
-    with pytest.raises(ValueError, match=_whole(message)):
+    with pytest.raises(ValueError, match=whole(message)):
         call()
 
 

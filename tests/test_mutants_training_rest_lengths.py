@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import json
 import math
-import re
 
 import numpy as np
 import pytest
+from expect import whole
 
 from attnscale.training import length_transfer, load_lengths
 from attnscale.training import lengths as lengths_module
@@ -36,10 +36,6 @@ from attnscale.training.lengths import RELATIVE, held_out_sets
 #: the smallest training a length run allows (one step of one seed)
 QUICK = {"steps": 1, "seeds": 1, "validation_size": 4}
 CFG = {"seeds": 1, "batch": 4, "c": 2, "noise": 1.0}
-
-
-def _whole(message: str) -> str:
-    return "^" + re.escape(message) + "$"
 
 
 @pytest.mark.parametrize(
@@ -57,7 +53,7 @@ def _whole(message: str) -> str:
 )
 def test_length_transfer_refuses_a_bad_argument_with_a_message_that_begins_with_its_name(change, error, message):
     args = {"n": 8, "d": 4, "factor": 4, "seed": 0, "eval_size": 4, "grid": 3, **QUICK, **change}
-    with pytest.raises(error, match=_whole(message)):
+    with pytest.raises(error, match=whole(message)):
         length_transfer(**args)
 
 
@@ -73,7 +69,7 @@ def test_length_transfer_refuses_a_bad_argument_with_a_message_that_begins_with_
 )
 def test_held_out_sets_refuse_a_bad_argument_with_a_message_that_begins_with_its_name(change, error, message):
     args = {"seed": 0, "n": 8, "d": 4, "factor": 4, "eval_size": 4, "cfg": CFG, **change}
-    with pytest.raises(error, match=_whole(message)):
+    with pytest.raises(error, match=whole(message)):
         held_out_sets(**args)
 
 

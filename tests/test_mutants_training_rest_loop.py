@@ -39,22 +39,17 @@ What is pinned, and against what:
 from __future__ import annotations
 
 import math
-import re
 import warnings
 
 import numpy as np
 import pytest
-from expect import peak_bytes
+from expect import peak_bytes, whole
 
 from attnscale.training import evaluation_steps, forward, init_params, loss_and_grads, model, sample_batch, train
 from attnscale.training.loop import LIMIT
 
 #: the smallest valid run (tests/test_bad_input.py's valid call of train)
 TINY = {"n": 4, "d": 4, "kind": "dot", "alphas": [1.0], "lrs": [1e-2], "seeds": 1, "steps": 1, "eval_size": 4}
-
-
-def _whole(message: str) -> str:
-    return "^" + re.escape(message) + "$"
 
 
 @pytest.mark.parametrize(
@@ -79,12 +74,12 @@ def _whole(message: str) -> str:
          "eval_steps-nan", "eval_steps-2d", "eval_steps-fraction"],
 )
 def test_train_refuses_a_bad_setting_with_a_message_that_begins_with_its_name(change, error, message):
-    with pytest.raises(error, match=_whole(message)):
+    with pytest.raises(error, match=whole(message)):
         train(0, **{**TINY, **change})
 
 
 def test_evaluation_steps_refuses_a_bad_resolution_by_name():
-    with pytest.raises(TypeError, match=_whole("resolution must be a real number, got 'x'")):
+    with pytest.raises(TypeError, match=whole("resolution must be a real number, got 'x'")):
         evaluation_steps(10, resolution="x")
 
 
@@ -238,7 +233,7 @@ def test_a_zero_query_stops_cosine_training_with_the_step_and_the_rates():
     1 - 0.5 * 2 = 0. At step 2 every query is zero: its cosine is undefined."""
     message = ("training diverged at step 2 (a query or key is exactly zero; its cosine is undefined); "
                "lower the learning rates [[0.5]]")
-    with pytest.raises(FloatingPointError, match=_whole(message)):
+    with pytest.raises(FloatingPointError, match=whole(message)):
         train(0, n=2, d=2, c=1, kind="cosine", alphas=[1e12], lrs=[0.5], seeds=2, batch=4, steps=3, eval_size=4, weight_decay=2.0)
 
 

@@ -32,16 +32,12 @@ What is pinned, and against what:
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 import pytest
+from expect import whole
 
 from attnscale.training import forward, init_params, loss_and_grads, sample_batch
-
-
-def _whole(message: str) -> str:
-    return "^" + re.escape(message) + "$"
 
 
 def _model(seeds: int = 1, batch: int = 3, n: int = 2, d: int = 2) -> tuple[dict, dict]:
@@ -74,14 +70,14 @@ def _weights(wq: tuple, wk: tuple) -> dict:
 )
 def test_forward_refuses_bad_input_with_a_message_that_begins_with_its_name(change, message):
     params, data, alpha = change(*_model())
-    with pytest.raises(ValueError, match=_whole(message)):
+    with pytest.raises(ValueError, match=whole(message)):
         forward(params, data, alpha)
 
 
 def test_cosine_scores_of_a_zero_query_are_refused_as_undefined():
     params, data = _model()
     data = {**data, "x": np.zeros_like(data["x"])}
-    with pytest.raises(FloatingPointError, match=_whole("a query or key is exactly zero; its cosine is undefined")):
+    with pytest.raises(FloatingPointError, match=whole("a query or key is exactly zero; its cosine is undefined")):
         forward(params, data, 1.0, "cosine")
 
 
@@ -109,9 +105,9 @@ def test_sample_batch_draws_a_batch_of_one_example():
 
 
 def test_sample_batch_refuses_a_noise_that_is_not_a_number_by_name():
-    with pytest.raises(TypeError, match=_whole("noise must be a real number, got 'x'")):
+    with pytest.raises(TypeError, match=whole("noise must be a real number, got 'x'")):
         sample_batch(np.random.default_rng(0), 1, 2, 3, 4, noise="x")
-    with pytest.raises(ValueError, match=_whole("noise must be >= 0, got -0.5")):
+    with pytest.raises(ValueError, match=whole("noise must be >= 0, got -0.5")):
         sample_batch(np.random.default_rng(0), 1, 2, 3, 4, noise=-0.5)
 
 
@@ -140,5 +136,5 @@ def test_sample_batch_queries_have_unit_variance_whatever_the_noise(noise):
 @pytest.mark.parametrize("kind", ["dot", "cosine"])
 def test_loss_and_grads_refuses_values_or_target_of_another_shape(entry, cut, message, kind):
     params, data = _model()
-    with pytest.raises(ValueError, match=_whole(message)):
+    with pytest.raises(ValueError, match=whole(message)):
         loss_and_grads(params, {**data, entry: cut(data[entry])}, 1.0, kind)

@@ -31,18 +31,14 @@ What is pinned, and against what:
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 import pytest
+from expect import whole
 
 from attnscale import training as tr
 
 INF = math.inf
-
-
-def _whole(message: str) -> str:
-    return "^" + re.escape(message) + "$"
 
 
 # --- refusals: whole messages -------------------------------------------------------------
@@ -134,7 +130,7 @@ _NAN2 = " must be finite, got nan in array of shape (2,) "
     ],
 )
 def test_messages_begin_with_the_arguments_name(call, error, message):
-    with pytest.raises(error, match=_whole(message)):
+    with pytest.raises(error, match=whole(message)):
         call()
 
 

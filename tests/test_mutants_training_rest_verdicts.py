@@ -40,11 +40,11 @@ the hand counts, and a cell that lacks one of the scales is refused by name.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 
 import numpy as np
 import pytest
+from expect import whole
 from scipy.stats import binomtest
 
 from attnscale.training import DATA, conclusions
@@ -221,7 +221,7 @@ def test_adamw_cells_with_other_windows_of_rates_are_refused_with_the_decay_name
     cell["lrs"][0] = [2 * x for x in cell["lrs"][0]]
     _write(directory, "training_adamw_dot_wd0.01.json", raw)
     message = "directory: the AdamW cells at decay 0.01 do not share Adam's windows of rates"
-    with pytest.raises(ValueError, match="^" + re.escape(message) + "$"):
+    with pytest.raises(ValueError, match=whole(message)):
         conclusions(directory)
 
 

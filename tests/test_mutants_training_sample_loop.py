@@ -35,22 +35,17 @@ What is pinned, and against what:
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 
 import numpy as np
 import pytest
-from expect import peak_bytes
+from expect import peak_bytes, whole
 
 from attnscale.training import SWEEP, compare_arms, forward, held_out_sets, load_lengths, train
 
 ROOT = Path(__file__).resolve().parents[1]
 #: the smallest valid run (tests/test_bad_input.py's valid call of train)
 TINY = {"n": 4, "d": 4, "kind": "dot", "alphas": [1.0], "lrs": [1e-2], "seeds": 1, "steps": 1, "eval_size": 4}
-
-
-def _whole(message: str) -> str:
-    return "^" + re.escape(message) + "$"
 
 
 @pytest.mark.parametrize(
@@ -66,17 +61,17 @@ def _whole(message: str) -> str:
     ids=["weight_decay-nan", "weight_decay-text", "noise-inf", "noise-none", "alphas-scalar", "alphas-empty"],
 )
 def test_train_refuses_a_bad_setting_with_a_message_that_begins_with_its_name(change, error, message):
-    with pytest.raises(error, match=_whole(message)):
+    with pytest.raises(error, match=whole(message)):
         train(0, **{**TINY, **change})
 
 
 def test_compare_arms_names_the_first_cell_it_lacks():
     assert (SWEEP["ns"], SWEEP["ds"]) == ([16, 64, 256], [32, 64])  # the order the messages below follow
-    with pytest.raises(ValueError, match=_whole("cells lacks ('adam', 'dot', 16, 32) (optimizer 'adam', kind 'dot')")):
+    with pytest.raises(ValueError, match=whole("cells lacks ('adam', 'dot', 16, 32) (optimizer 'adam', kind 'dot')")):
         compare_arms({}, "adam", "dot", "2.5", "1")
     # only the last cell missing: it is named (a single missing cell is the usual case)
     cells = {("sgd", "cosine", n, d): {} for n in (16, 64, 256) for d in (32, 64) if (n, d) != (256, 64)}
-    with pytest.raises(ValueError, match=_whole("cells lacks ('sgd', 'cosine', 256, 64) (optimizer 'sgd', kind 'cosine')")):
+    with pytest.raises(ValueError, match=whole("cells lacks ('sgd', 'cosine', 256, 64) (optimizer 'sgd', kind 'cosine')")):
         compare_arms(cells, "sgd", "cosine", "64", "√d")
 
 
@@ -88,7 +83,7 @@ def test_held_out_sets_take_two_keys_and_refuse_one_by_that_minimum():
     assert {name: [chunk["K"].shape for chunk in rows] for name, rows in sets.items()} == {
         "short": [(2, 2, 2, 3), (2, 1, 2, 3)], "long": [(2, 2, 4, 3), (2, 1, 4, 3)],
         "choose_long": [(2, 2, 4, 3), (2, 1, 4, 3)], "choose_short": [(2, 2, 2, 3), (2, 1, 2, 3)]}
-    with pytest.raises(ValueError, match=_whole("n must be an integer >= 2, got 1")):
+    with pytest.raises(ValueError, match=whole("n must be an integer >= 2, got 1")):
         held_out_sets(0, 1, 3, 2, 3, CFG)
 
 
@@ -123,7 +118,7 @@ def test_load_lengths_gives_the_window_slides_back_as_integers(tmp_path):
 
 def test_load_lengths_points_a_missing_file_to_the_make_target_that_writes_it(tmp_path):
     missing = tmp_path / "none.json"
-    with pytest.raises(FileNotFoundError, match=_whole(f"path: no stored results at {missing}; run `make sweep-lengths` to produce them")):
+    with pytest.raises(FileNotFoundError, match=whole(f"path: no stored results at {missing}; run `make sweep-lengths` to produce them")):
         load_lengths(missing)
 
 

@@ -34,11 +34,11 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import warnings
 
 import numpy as np
 import pytest
+from expect import whole
 
 from attnscale import training as tr
 
@@ -132,7 +132,7 @@ def test_the_interval_ends_are_the_two_sided_quantiles_of_the_replications(seed)
     ],
 )
 def test_messages_name_the_argument(call, error, message):
-    with pytest.raises(error, match="^" + re.escape(message) + "$"):
+    with pytest.raises(error, match=whole(message)):
         call()
 
 

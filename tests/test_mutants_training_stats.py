@@ -41,10 +41,10 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
 
 import numpy as np
 import pytest
+from expect import whole
 from scipy.stats import rankdata
 
 from attnscale import training as tr
@@ -86,7 +86,7 @@ def test_final_loss_summary_accepts_a_loss_of_zero():
     ],
 )
 def test_final_loss_summary_names_the_offending_value(loss, error, message):
-    with pytest.raises(error, match="^" + re.escape(message) + "$"):
+    with pytest.raises(error, match=whole(message)):
         final_loss_summary(loss)
 
 
@@ -200,7 +200,7 @@ def test_the_answer_does_not_depend_on_how_the_strata_are_interleaved():
     ],
 )
 def test_within_strata_correlation_messages(args, kwargs, error, message):
-    with pytest.raises(error, match="^" + re.escape(message) + "$"):
+    with pytest.raises(error, match=whole(message)):
         within_strata_correlation(*args, **kwargs)
 
 
@@ -234,7 +234,7 @@ def test_identity_map_on_the_smallest_task_against_a_hand_count(kind):
 )
 def test_identity_map_messages(kwargs, error, message):
     args = {"n": 4, "d": 4, "kind": "dot", "alphas": [1.0], "examples": 500} | kwargs
-    with pytest.raises(error, match="^" + re.escape(message) + "$"):
+    with pytest.raises(error, match=whole(message)):
         tr.identity_map(**args)
 
 
@@ -265,7 +265,7 @@ def test_among_fastest_on_the_smallest_cells_and_at_step_zero():
     ],
 )
 def test_among_fastest_messages(cell, kwargs, error, message):
-    with pytest.raises(error, match="^" + re.escape(message) + "$"):
+    with pytest.raises(error, match=whole(message)):
         tr.among_fastest(cell, **kwargs)
 
 
@@ -315,7 +315,7 @@ def test_initial_alignment_against_the_training_loop_and_the_weight_gradients():
 
 
 def test_initial_alignment_names_a_cell_without_its_entries():
-    with pytest.raises(ValueError, match="^" + re.escape("cell lacks the entries ['seed', 'alphas', 'n', 'd', 'kind']") + "$"):
+    with pytest.raises(ValueError, match=whole("cell lacks the entries ['seed', 'alphas', 'n', 'd', 'kind']")):
         tr.initial_alignment({})
 
 
@@ -342,7 +342,7 @@ def test_text_formats_at_their_thresholds():
     ],
 )
 def test_text_format_messages(call, error, message):
-    with pytest.raises(error, match="^" + re.escape(message) + "$"):
+    with pytest.raises(error, match=whole(message)):
         call()
 
 
@@ -381,7 +381,7 @@ def test_summary_rows_mark_the_top_of_the_grid_and_scales_that_never_got_there()
     ],
 )
 def test_summary_rows_messages(cell, message):
-    with pytest.raises(ValueError, match="^" + re.escape(message) + "$"):
+    with pytest.raises(ValueError, match=whole(message)):
         tr.summary_rows(cell)
 
 
@@ -446,7 +446,7 @@ _NEVER = " must hold numbers or +inf (never reached), got "
     ],
 )
 def test_statistics_messages(call, error, message):
-    with pytest.raises(error, match="^" + re.escape(message) + "$"):
+    with pytest.raises(error, match=whole(message)):
         call()
 
 

@@ -22,10 +22,10 @@ What is pinned, and against what:
 
 from __future__ import annotations
 
-import re
 
 import numpy as np
 import pytest
+from expect import whole
 
 from attnscale.training import evaluation_steps, held_out_sets, identity_alignment, init_params, lattice_rate
 from attnscale.training import rate_window, sample_batch, sweep_scales, train, tune
@@ -33,10 +33,6 @@ from attnscale.training.sweep import SWEEP
 
 CFG = {"seeds": 2, "batch": 2, "noise": 1.0, "c": 2}
 TINY = {"steps": 3, "seeds": 1, "batch": 2, "eval_size": 2, "validation_size": 1, "validation_every": 1, "dense": 3, "c": 2}
-
-
-def _whole(message: str) -> str:
-    return "^" + re.escape(message) + "$"
 
 
 def _rng():
@@ -58,7 +54,7 @@ def _rng():
      "validation_size must be an integer >= 1, got 0"),
 ])
 def test_a_refusal_begins_with_the_argument_and_gives_its_minimum(call, message):
-    with pytest.raises(ValueError, match=_whole(message)):
+    with pytest.raises(ValueError, match=whole(message)):
         call()
 
 
@@ -66,9 +62,9 @@ def test_identity_alignment_refuses_a_non_finite_or_shapeless_g_by_name():
     with pytest.raises(ValueError, match=r"^G must be finite, got nan"):
         identity_alignment(np.array([[1.0, np.nan], [0.0, 1.0]]))
     for bad in (np.ones(3), np.ones((2, 3)), np.ones((4, 3, 2))):
-        with pytest.raises(ValueError, match=_whole(f"G must end in a square matrix, got shape {bad.shape}")):
+        with pytest.raises(ValueError, match=whole(f"G must end in a square matrix, got shape {bad.shape}")):
             identity_alignment(bad)
-    with pytest.raises(ValueError, match=_whole("G has a zero matrix: its direction is undefined")):
+    with pytest.raises(ValueError, match=whole("G has a zero matrix: its direction is undefined")):
         identity_alignment(np.stack([np.eye(2), np.zeros((2, 2))]))
 
 
@@ -175,5 +171,5 @@ def test_a_zero_key_or_query_has_no_cosine_and_is_refused(zero):
         data["K"][0, 0, 1] = 0.0
     else:
         data["x"] = np.zeros_like(data["x"])
-    with pytest.raises(FloatingPointError, match=_whole("a query or key is exactly zero; its cosine is undefined")):
+    with pytest.raises(FloatingPointError, match=whole("a query or key is exactly zero; its cosine is undefined")):
         forward(params, data, 1.0, "cosine")
