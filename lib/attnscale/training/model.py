@@ -88,9 +88,10 @@ def _shapes(params: dict, data: dict, alpha: ArrayLike) -> tuple[int, int, int, 
     wanted = {"x": (("seeds", seeds), ("batch", batch), ("d", d)), "target": (("seeds", seeds), ("batch", batch), ("c", V.shape[-1])),
               "j": (("seeds", seeds), ("batch", batch))}
     for key, dims in wanted.items():
-        if np.shape(data[key]) != tuple(size for _, size in dims):
+        got = np.shape(data[key])
+        if got != tuple(size for _, size in dims):
             shown = ", ".join(f"{name}={size}" for name, size in dims)
-            raise ValueError(f"data {key} must have shape ({shown}), got {np.shape(data[key])}")
+            raise ValueError(f"data {key} must have shape ({shown}), got {got}")
     a = v.positive(alpha, "alpha")
     if a.shape not in ((), (models,)):
         raise ValueError(f"alpha must be a scalar or one scale per model ({models}), got shape {a.shape}")
