@@ -22,13 +22,14 @@ What is pinned, and against what:
 
 from __future__ import annotations
 
+import json
 
 import numpy as np
 import pytest
 from expect import whole
 
-from attnscale.training import evaluation_steps, held_out_sets, identity_alignment, init_params, lattice_rate
-from attnscale.training import rate_window, sample_batch, sweep_scales, train, tune
+from attnscale.training import DATA, compare_arms, evaluation_steps, forward, held_out_sets, identity_alignment, init_params
+from attnscale.training import lattice_rate, load_sweep, rate_window, sample_batch, sweep_scales, train, tune
 from attnscale.training.sweep import SWEEP
 
 CFG = {"seeds": 2, "batch": 2, "noise": 1.0, "c": 2}
@@ -112,7 +113,6 @@ def test_tune_without_slides_is_train_with_the_same_settings():
 
 
 def _stored_cells(name: str) -> dict:
-    from attnscale.training import DATA, load_sweep
     return {(c["optimizer"], c["kind"], c["n"], c["d"]): c for c in load_sweep(DATA / name)["cells"]}
 
 
@@ -120,9 +120,6 @@ def _stored_cells(name: str) -> dict:
 def test_the_pairs_inside_the_grid_are_those_whose_best_rates_avoid_both_ends(opt):
     """Cosine cells train 3 scales at 4 rates, so an edge is index 0 or 3 (the number of
     rates, not of scales); counted here from the stored file's best_lr and lrs by hand."""
-    import json
-
-    from attnscale.training import DATA, compare_arms
     raw = [c for c in json.loads((DATA / f"training_{opt}.json").read_text())["cells"] if c["kind"] == "cosine"]
     a, b = raw[0]["labels"].index("64"), raw[0]["labels"].index("√d")
     expected = 0
@@ -138,7 +135,6 @@ def test_the_pairs_inside_the_grid_are_those_whose_best_rates_avoid_both_ends(op
 def test_a_cell_may_give_its_rates_as_one_shared_grid():
     """train accepts one 1-d grid of rates shared by every scale; a cell holding its rates that
     way compares exactly as the same cell with the grid repeated per scale."""
-    from attnscale.training import compare_arms
     cells = _stored_cells("training_adam.json")
     shared = {k: ({**c, "lrs": np.asarray(c["lrs"])[0]} if k[1] == "dot" else c) for k, c in cells.items()}
     assert all(np.ptp(np.asarray(cells[k]["lrs"]), axis=0).max() == 0 for k in cells if k[1] == "dot")  # rows are equal
@@ -150,22 +146,21 @@ def test_a_cell_may_give_its_rates_as_one_shared_grid():
 def _unit_batch():
     """Weights the identity and keys, query and values with exact entries: every key and the
     query of norm exactly 1 (a legal input: only a zero vector has no cosine)."""
-    from attnscale.training import forward
     params = {"Wq": np.eye(2)[None, None], "Wk": np.eye(2)[None, None]}
     K = np.array([[[[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]]]])  # (seeds 1, batch 1, n 3, d 2)
     data = {"K": K, "V": np.eye(3)[None, None], "x": np.array([[[0.6, 0.8]]]), "j": np.array([[2]]), "target": np.eye(3)[None, None, 2]}
-    return forward, params, data
+    return params, data
 
 
 def test_cosine_scores_of_unit_vectors_are_their_dot_products():
-    forward, params, data = _unit_batch()
+    params, data = _unit_batch()
     out = forward(params, data, 1.0, "cosine")
     np.testing.assert_allclose(out["s"][0, 0, 0], [0.6, 0.8, 1.0], rtol=1e-15)  # hand-worked cosines
 
 
 @pytest.mark.parametrize("zero", ["key", "query"])
 def test_a_zero_key_or_query_has_no_cosine_and_is_refused(zero):
-    forward, params, data = _unit_batch()
+    params, data = _unit_batch()
     if zero == "key":
         data["K"] = data["K"].copy()
         data["K"][0, 0, 1] = 0.0
