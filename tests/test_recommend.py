@@ -1,5 +1,5 @@
 """attnscale.recommend: the scales against independent routes, the CLI, and the
-introduction's "answers at a glance" tables against the library."""
+book's recommendation (advice) and the introduction's box."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import pytest
 
 from attnscale import exact
 from attnscale.optimum import alpha_star_normal
-from attnscale.recommend import decoder_best_scale, decoder_share, main, recommend, report
+from attnscale.optimum import alpha_star_cosine
+from attnscale.recommend import advice, decoder_best_scale, decoder_share, main, recommend, report
 
 INTRO = Path(__file__).resolve().parents[1] / "intro.md"
 
@@ -68,55 +69,42 @@ def test_command_line(capsys):
     assert "n must be" in capsys.readouterr().err
 
 
-def _glance() -> str:
+def test_advice_is_the_usual_scale_for_dot_scores_and_the_cosine_scale_as_a_learned_start():
+    lines = advice(4096, 128)
+    assert [a.situation for a in lines] == ["dot-product attention", "cosine (QK-norm) attention",
+                                            "rows longer than in training", "queries aligned with keys (width scaling)"]
+    assert lines[0].alpha == 1.0 and "1/sqrt(d)" not in lines[0].use and "0.08839" in lines[0].use
+    assert lines[1].alpha == pytest.approx(float(alpha_star_cosine(4096, 128)), rel=1e-12)
+    assert "learned" in lines[1].use and "not sqrt(d) = 11.3" in lines[1].use
+    assert all(math.isnan(a.alpha) for a in lines[2:])
+
+
+def test_advice_puts_the_asked_score_model_first_and_drops_cosine_below_three_dimensions():
+    assert advice(512, 64, "cosine")[0].situation.startswith("cosine")
+    assert [a.situation for a in advice(512, 2)][:2] == ["dot-product attention", "rows longer than in training"]
+
+
+def test_every_advice_line_points_at_a_section_of_the_book():
+    sources = [p.read_text(encoding="utf-8") for p in (INTRO.parent / "chapters").glob("*.ipynb")]
+    for item in advice(4096, 64):
+        assert any(f"({item.evidence})=" in t or f"(:label: {item.evidence}" in t or f":label: {item.evidence}" in t
+                   for t in sources), f"no section labelled {item.evidence}"
+
+
+def test_report_prints_the_recommendation_first():
+    text = report(4096, 64)
+    assert text.startswith("Recommendation for n = 4096 keys, d = 64")
+    assert text.index("* dot-product attention: alpha = 1") < text.index("The scales behind it:")
+
+
+def test_the_introduction_opens_with_the_box_of_the_four_situations():
     text = INTRO.read_text(encoding="utf-8")
-    start = text.index("(sec-glance)=")
-    return text[start : text.index("## How to read it", start)]
-
-
-def test_intro_dot_table_is_the_library_s():
-    glance = _glance()
-    a, b = _by_name(recommend(512, 64)), _by_name(recommend(4096, 64))
-    labels = {"usual": r"usual, $1/\sqrt d$", "mean_field": "mean-field optimum (the notes' criterion)",
-              "freezing": r"freezing point $\sqrt{2\log n}$", "ninety": "90% of the exact gradient's limit"}
-    for name, label in labels.items():
-        fa = "1" if name == "usual" else f"{a[name].alpha:.2f}"
-        fb = "1" if name == "usual" else f"{b[name].alpha:.2f}"
-        row = f"| {label} | {fa} | {a[name].gradient:.3f} | {fb} | {b[name].gradient:.3f} |"
-        assert row in glance, f"intro.md should contain the row {row}"
-
-
-def test_intro_cosine_table_is_the_library_s():
-    glance = _glance()
-    a, b = _by_name(recommend(512, 128, "cosine")), _by_name(recommend(4096, 128, "cosine"))
-    for name, label in (("mean_field", "mean-field optimum"), ("ninety", "90% of the exact gradient's limit")):
-        row = f"| {label} | {a[name].alpha:.1f} | {b[name].alpha:.1f} |"
-        assert row in glance, f"intro.md should contain the row {row}"
-
-
-def test_intro_prose_numbers():
-    glance = _glance()
-    # "2.5 ... below the freezing point for every n >= 23"
-    assert math.sqrt(2 * math.log(23)) > 2.5 > math.sqrt(2 * math.log(22)) and r"$n \ge 23$" in glance
-    # "0.84 sqrt(log 512) ... it is 2.10"
-    assert f"{0.84 * math.sqrt(math.log(512)):.2f}" == "2.10" and "it is 2.10" in glance
-    # "off by a factor of 2 to 5": the mean-field overestimate of E sum p^2 at alpha* for n = 64 .. 1e6 (chapter 7)
-    from attnscale.optimum import alpha_star_normal, collision_normal
-
-    ratios = [collision_normal(alpha_star_normal(n), n) / exact.expected_sum_p2(n, alpha_star_normal(n)) for n in (64, 1e6)]
-    assert 1.8 < ratios[0] < 2.0 and 5.0 < ratios[1] < 5.5 and "a factor of\n  2 to 5" in glance
-    # "to about 4 at n = 2^20": the constant-entropy and constant-needle scales (chapter 8)
-    from attnscale.lengthrules import alpha_constant_entropy, alpha_constant_needle
-
-    assert re.search(r"grow to about 4 at \$n = 2\^\{20\}\$", glance)
-    assert round(alpha_constant_entropy(2.0**20)) == 4 and round(alpha_constant_needle(2.0**20)) == 4
-    from attnscale import lengthrules as lr
-
-    n = 2.0**20
-    in_use = [lr.log512(n), lr.qwen_logn(n), lr.longrope(n), lr.yarn(n)]
-    assert f"{min(in_use):.2f} to {max(in_use):.2f} there" in glance.replace("\n  ", " ")
-    assert max(in_use) < min(alpha_constant_entropy(n), alpha_constant_needle(n))
-    assert min(lr.ssmax(n), lr.chiang_cholak(n)) > max(alpha_constant_entropy(n), alpha_constant_needle(n))
+    box = text[text.index("(sec-recommendation)="):text.index("## ")]
+    for words in ("Dot-product attention: keep $\\alpha = 1$", "Cosine (QK-norm) attention: learn the scale",
+                  "Longer rows than in training: keep the training scale", "Queries aligned with keys"):
+        assert words in box
+    prose = re.sub(r"\{[a-z:]+\}`[^`]*`|\$[^$]*\$", "", box)
+    assert len(prose.split()) <= 200
 
 
 @pytest.mark.parametrize("n, share, d", [(512, 0.9, None), (64, 0.5, None), (4096, 0.6, 128), (1e6, 0.99, None)])
@@ -277,17 +265,9 @@ def test_mean_field_is_off_by_more_than_ten_percent_at_its_optimum_for_every_n()
     assert "by more than 10% at every `n` from 2 to 10⁹" in (INTRO.parent / "README.md").read_text(encoding="utf-8").replace("\n", " ")
 
 
-def test_intro_cosine_against_sqrt_d_times_dot_and_the_needle_gap():
-    """The introduction's two newer sentences: cosine scales at d = 128 lie 5% to 9% above
-    sqrt(128) times the dot-product ones; at n = 2^20 no scale keeps the training weight
-    (n = 512, alpha = 1) of a key at score 3 or 4, while one at score 5 can be kept."""
-    glance = " ".join(_glance().split())
-    excess = []
-    for n in (512, 4096):
-        dot, cos = _by_name(recommend(n, 128)), _by_name(recommend(n, 128, "cosine"))
-        excess += [cos[k].alpha / (math.sqrt(128) * dot[k].alpha) - 1 for k in ("mean_field", "ninety")]
-    assert f"lie {round(100 * min(excess))}% to {round(100 * max(excess))}% above" in glance
-    assert f"({_by_name(recommend(4096, 128, 'cosine'))['mean_field'].alpha:.1f} against {math.sqrt(128) * _by_name(recommend(4096, 128))['mean_field'].alpha:.1f}" in glance
+def test_no_scale_keeps_a_key_at_score_four_or_less_at_two_to_the_twenty():
+    """Trained on 512 keys at alpha = 1 and run on 2^20: no scale reaches the training weight
+    of a key at score 3 or 4, while one at score 5 can be kept."""
     from attnscale.lengthrules import alpha_constant_needle
 
     grid = np.exp(np.linspace(np.log(0.05), np.log(200.0), 600))
@@ -299,4 +279,3 @@ def test_intro_cosine_against_sqrt_d_times_dot_and_the_needle_gap():
         else:
             with pytest.raises(ValueError):
                 alpha_constant_needle(2.0**20, gap)
-    assert "no scale keeps a key at score 4 or less" in glance

@@ -1,8 +1,13 @@
 """Assertion helpers used by every chapter.
 
-Each helper checks one claim, prints one short and stable line when it holds,
+Each helper checks one claim, reports one short and stable line when it holds,
 and raises ``AssertionError`` when it does not, so that a chapter whose claim
 has become false fails under nbval.
+
+Outside a page the line is printed. A chapter calls :func:`start_page` first: its
+checks' lines are then collected, and :func:`page_summary` shows them at the end as
+one collapsed block ("N checks on this page passed"), which nbval still compares line
+by line. Every check still asserts where it is made.
 """
 
 from __future__ import annotations
@@ -14,7 +19,58 @@ from numpy.typing import ArrayLike
 from . import _validate as v
 from .symbolic import unify_dummies
 
-__all__ = ["identity", "close", "holds", "differs", "fmt"]
+__all__ = ["identity", "close", "holds", "differs", "fmt", "start_page", "page_summary", "PageChecks"]
+
+#: the lines of the checks made since :func:`start_page`, or None when checks print
+_page: list[str] | None = None
+
+
+def start_page() -> None:
+    """Collect the lines of the checks that follow instead of printing them, until
+    :func:`page_summary` (a chapter's first cell calls this)."""
+    global _page
+    _page = []
+
+
+def _report(line: str) -> None:
+    if _page is None:
+        print(line)
+    else:
+        _page.append(line)
+
+
+class PageChecks:
+    """The checks of one page: its text is the count and one line per check; in HTML it
+    is a collapsed ``<details>`` block whose summary gives the count."""
+
+    def __init__(self, lines: list[str]):
+        self.lines = list(lines)
+
+    def summary(self) -> str:
+        count = len(self.lines)
+        return f"{count} check{'' if count == 1 else 's'} on this page passed"
+
+    def __repr__(self) -> str:
+        return "\n".join([self.summary() + ":", *("  " + line for line in self.lines)])
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        items = "".join(f"<li>{escape(line)}</li>" for line in self.lines)
+        return (f'<details class="page-checks"><summary>{escape(self.summary())}</summary>'
+                f"<ul>{items}</ul></details>")
+
+
+def page_summary() -> PageChecks:
+    """The checks collected since :func:`start_page`, as one :class:`PageChecks` (the last
+    expression of a chapter's summary cell, so the notebook displays it); collection stops."""
+    global _page
+    if _page is None:
+        raise RuntimeError("page_summary needs start_page first: no checks were collected")
+    found, _page = PageChecks(_page), None
+    if not found.lines:
+        raise AssertionError("page_summary: no check was made on this page")
+    return found
 
 
 def fmt(x: float | np.ndarray, digits: int = 6) -> str:
@@ -49,7 +105,7 @@ def identity(lhs: sp.Basic, rhs: sp.Basic, name: str) -> None:
         diff = sp.Matrix(diff)
     if not _is_zero(diff):
         raise AssertionError(f"identity '{name}' does not hold: lhs - rhs simplifies to {sp.simplify(diff)}")
-    print(f"identity holds: {name}")
+    _report(f"identity holds: {name}")
 
 
 def close(
@@ -95,7 +151,7 @@ def close(
             f"{name}: {int((~ok).sum())} of {got.size} values outside {tol}; "
             f"entry {bad} is {got.ravel()[bad]!r}, expected {e.ravel()[bad]!r}"
         )
-    print(line)
+    _report(line)
 
 
 def holds(condition: bool | np.bool_, name: str, detail: str = "") -> None:
@@ -103,7 +159,7 @@ def holds(condition: bool | np.bool_, name: str, detail: str = "") -> None:
     v.text(name, "name")
     if not bool(condition):
         raise AssertionError(f"'{name}' does not hold" + (f": {detail}" if detail else ""))
-    print(f"holds: {name}" + (f" ({detail})" if detail else ""))
+    _report(f"holds: {name}" + (f" ({detail})" if detail else ""))
 
 
 def differs(value: ArrayLike, claimed: ArrayLike, *, name: str, rtol: float, digits: int = 6) -> None:
@@ -121,6 +177,6 @@ def differs(value: ArrayLike, claimed: ArrayLike, *, name: str, rtol: float, dig
     if not (rel > rtol).any():
         raise AssertionError(f"{name}: the claim {c!r} agrees with the recomputed {got!r} within rtol {rtol:g}")
     if got.ndim == 0:
-        print(f"claim is wrong: {name}: claimed {fmt(c, digits)}, actually {fmt(got, digits)}")
+        _report(f"claim is wrong: {name}: claimed {fmt(c, digits)}, actually {fmt(got, digits)}")
     else:
-        print(f"claim is wrong: {name}: {int((rel > rtol).sum())} of {got.size} values off by more than rtol {rtol:g}")
+        _report(f"claim is wrong: {name}: {int((rel > rtol).sum())} of {got.size} values off by more than rtol {rtol:g}")

@@ -26,7 +26,7 @@ import matplotlib
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
-__all__ = ["STYLE", "COLUMN_PX", "MIN_TEXT_PX", "DPI", "MAX_WIDTH", "TEXT_KEY", "figure", "png", "text_chunks", "rendered_text_px", "show_figure"]
+__all__ = ["STYLE", "COLUMN_PX", "MIN_TEXT_PX", "DPI", "MAX_WIDTH", "TEXT_KEY", "figure", "png", "text_chunks", "rendered_text_px", "checked_png", "show_figure"]
 
 #: width of the book's text column on a desktop, in CSS pixels
 COLUMN_PX = 690
@@ -139,16 +139,22 @@ def rendered_text_px(fig: Figure) -> list[tuple[float, str]]:
     return [(size * shrink, label) for size, label in _text_px(fig)]
 
 
-def show_figure(fig: Figure) -> None:
-    """Display the figure in a notebook as one PNG image (``image/png``, never
-    text), after checking that its smallest text renders at
-    :data:`MIN_TEXT_PX` CSS pixels or more in the book's column."""
+def checked_png(fig: Figure) -> bytes:
+    """The figure as PNG bytes (:func:`png`), after checking that its smallest text renders
+    at :data:`MIN_TEXT_PX` CSS pixels or more in the book's column."""
     data = png(fig)
     small = [(size, label) for size, label in rendered_text_px(fig) if size < MIN_TEXT_PX]
     if small:
         size, label = small[0]
         raise ValueError(f"fig has text that renders at {size:.1f} CSS px in a {COLUMN_PX} px column "
                          f"(below {MIN_TEXT_PX:g}): {label!r} and {len(small) - 1} more; use a larger font or a narrower figure")
+    return data
+
+
+def show_figure(fig: Figure) -> None:
+    """Display the figure in a notebook as one PNG image (``image/png``, never
+    text), after the legibility check of :func:`checked_png`. A chapter's figures are
+    glued instead (:func:`attnscale.page.figure`), so that the page numbers and captions them."""
     from IPython.display import Image, display
 
-    display(Image(data=data))
+    display(Image(data=checked_png(fig)))

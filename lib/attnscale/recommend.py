@@ -1,5 +1,9 @@
 """The book's answers for one attention row: ``python -m attnscale recommend --n N --d D``.
 
+:func:`advice` is the book's recommendation for ``n`` keys and head dimension ``d`` (the
+same lines as the introduction's box), which ``recommend`` prints first; the rest of this
+module gives the scales behind it.
+
 For ``n`` keys and head dimension ``d``, :func:`recommend` gathers the scales the book
 derives, each with the chapter that derives it, under the book's model of independent
 scores (standard normal for dot-product scores ``q . k / sqrt(d)``; the cosine of two
@@ -39,7 +43,7 @@ from . import exact
 from . import lengthrules
 from .optimum import alpha_star_cosine, alpha_star_normal, collision_cosine, objective_normal
 
-__all__ = ["VALID", "NEEDLE_SCORE", "Scale", "scale_at_share", "decoder_share", "decoder_best_scale", "recommend", "mean_field_check", "length_rules", "report", "main"]
+__all__ = ["VALID", "NEEDLE_SCORE", "Advice", "advice", "Scale", "scale_at_share", "decoder_share", "decoder_best_scale", "recommend", "mean_field_check", "length_rules", "report", "main"]
 
 NINETY = 0.9  # the share of the limit that defines the "ninety" scale
 #: the mean field counts as valid while its ``E sum p^2`` is within this factor of the exact one, either way
@@ -133,6 +137,61 @@ def decoder_best_scale(length: int) -> tuple[float, float]:
     a = np.clip(alpha_star_normal(A / B), np.sqrt(np.log(t - 1.0)), np.sqrt(np.log(t)))
     x = float(a[int(np.argmax(a * (A - np.exp(a * a) * B)))])
     return x, float(_share(x, t, best_t).mean())
+
+
+@dataclass(frozen=True)
+class Advice:
+    """One line of the book's recommendation: the situation, what to use there (``alpha``,
+    a multiplier of ``q . k / sqrt(d)`` for dot scores and of the cosine for cosine scores,
+    NaN where the advice is a rule rather than one number), what the advice rests on, and
+    the label of the section that shows the evidence."""
+
+    situation: str
+    alpha: float
+    use: str
+    scope: str
+    evidence: str
+
+
+def advice(n: float, d: int, scores: str = "dot") -> list[Advice]:
+    """The book's recommendation for rows of ``n`` keys and head dimension ``d`` (arguments
+    as :func:`recommend`): the lines for dot-product and (for ``d >= 3``) cosine scores, the
+    one for ``scores`` first, then the lines for a model run on longer rows than it was
+    trained on and for queries aligned with keys. The numbers come
+    from the library (``alpha_star_cosine`` for cosine scores); the verdicts are the book's:
+    the exact theory of chapter 7 and the training experiment of chapter 10."""
+    length, kind, dim = _arguments(n, d, scores)
+    dot = Advice(
+        "dot-product attention", 1.0,
+        f"alpha = 1, that is q.k / sqrt(d) = q.k x {1 / math.sqrt(dim):.4g}",
+        "the exact expected gradient has no maximiser and larger scales saturate rows; in a one-layer "
+        "model trained with the learning rate tuned per scale, 2.5/sqrt(d) learned more slowly than "
+        "1/sqrt(d) and 8/sqrt(d) slowest",
+        "obs-training")
+    lines = [dot]
+    if dim >= 3:  # the cosine of two directions needs d >= 3 for the book's density
+        start = float(alpha_star_cosine(length, dim))
+        cosine = Advice(
+            "cosine (QK-norm) attention", start,
+            f"a learned scale started at alpha*_cos(n, d) = {start:.3g}, not sqrt(d) = {math.sqrt(dim):.3g}",
+            "with cosine scores the scale bounds every logit: sqrt(d) leaves a loss floor; in the one-layer "
+            "experiment alpha*_cos was fast and reached the lowest loss of the fixed scales, and a learned scale "
+            "moved above it and removed the floor",
+            "sec-training-learned")
+        lines = [cosine, dot] if kind == "cosine" else [dot, cosine]
+    lines.append(Advice(
+        "rows longer than in training", math.nan,
+        "keep the training scale",
+        "it keeps the gradient and entropy / log n; rules that raise the scale keep a high-scoring key's weight, "
+        "and in the one-layer experiment every such rule raised the loss; undecided for deep models",
+        "sec-rules-exact"))
+    lines.append(Advice(
+        "queries aligned with keys (width scaling)", math.nan,
+        "1/d instead of 1/sqrt(d) when comparing widths",
+        "an aligned key's lead grows like d, and only 1/d keeps it bounded; derived for one aligned key, "
+        "not tested in training",
+        "sec-aligned-key"))
+    return lines
 
 
 def _arguments(n: float, d: object, scores: object) -> tuple[float, str, int]:
@@ -248,7 +307,13 @@ def report(n: float, d: int, scores: str = "dot", n_train: float = 512, alpha_tr
     trained, a0 = _training(n_train, alpha_train)
     kind = "dot-product scores q.k/sqrt(d)" if scores == "dot" else "cosine scores cos(q, k)"
     raw = "q.k" if scores == "dot" else "cos(q, k)"
-    lines = [
+    lines = [f"Recommendation for n = {float(n):g} keys, d = {d} (the book's introduction):"]
+    for item in advice(n, d, scores):
+        lines.extend(textwrap.wrap(f"{item.situation}: {item.use}. Why: {item.scope} ({item.evidence}).",
+                                   width=88, initial_indent="* ", subsequent_indent="  ", break_on_hyphens=False))
+    lines += [
+        "",
+        "The scales behind it:",
         f"n = {float(n):g} keys, d = {d}, {kind}; model: independent scores "
         + ("(standard normal)" if scores == "dot" else f"(uniform directions in R^{d})"),
         f"{'':34s}{'alpha':>9s} {'x ' + raw:>12s} {'E[alpha(1 - sum p^2)]':>22s} {'of limit':>9s}  derived in",

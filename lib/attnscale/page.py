@@ -1,0 +1,76 @@
+"""What a chapter puts on its page from the cell that computes it.
+
+A number in the book's prose is never typed: the cell that computes it glues it under a
+key (MyST-NB's ``glue``), and the prose pastes it with ``{glue:text}`key``` (or
+``{glue:text}`path/to/chapter.ipynb::key``` from another page). :func:`number` and
+:func:`text` glue a value as the exact text the page shows, so the stored output that
+nbval compares is that text, and :func:`figure` glues a figure for a numbered
+``{glue:figure}`` with a caption and alt text.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from . import _validate as v
+
+__all__ = ["Text", "number", "text", "figure"]
+
+_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
+
+
+class Text:
+    """A value that displays as exactly ``shown`` (no quotes), so ``{glue:text}`` pastes it as is."""
+
+    def __init__(self, shown: str):
+        self.shown = shown
+
+    def __repr__(self) -> str:
+        return self.shown
+
+
+def _key(key: object) -> str:
+    name = v.text(key, "key")
+    if not _KEY.match(name):
+        raise ValueError(f"key must start with a letter and hold only letters, digits, '_' and '-', got {name!r}")
+    return name
+
+
+def _glue(key: str, value: Any) -> None:
+    from myst_nb import glue
+
+    glue(key, value, display=False)
+
+
+def text(key: str, shown: str) -> str:
+    """Glue the string ``shown`` under ``key`` for ``{glue:text}`key```; returns it."""
+    name = _key(key)
+    words = v.text(shown, "shown")
+    _glue(name, Text(words))
+    return words
+
+
+def number(key: str, value: float, spec: str = ".3g") -> str:
+    """Glue ``format(value, spec)`` under ``key`` (a finite real number; ``spec`` a format
+    specification such as ``".2f"``, ``".3g"``, ``".1%"`` or ``",d"``); returns the text."""
+    name = _key(key)
+    x = v.real_number(value, "value")
+    form = v.text(spec, "spec")
+    try:
+        shown = format(int(x) if form.endswith("d") and float(x).is_integer() else x, form)
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"spec {form!r} is not a format for the number {x!r}: {err}") from None
+    _glue(name, Text(shown))
+    return shown
+
+
+def figure(key: str, fig: Any) -> None:
+    """Glue a figure made with :func:`attnscale.plotting.figure` under ``key`` as one PNG
+    image, after the same legibility check as :func:`attnscale.plotting.show_figure`. The
+    page shows it with ``{glue:figure} key`` and its ``:name:``, ``:alt:`` and caption."""
+    from IPython.display import Image
+
+    from .plotting import checked_png
+
+    _glue(_key(key), Image(data=checked_png(fig)))
