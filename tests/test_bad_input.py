@@ -17,7 +17,7 @@ import math
 import numpy as np
 import pytest
 
-MODULES = ["checks", "claims", "entropy", "exact", "lengthrules", "montecarlo", "recommend", "optimum", "plotting", "reproducibility", "scores",
+MODULES = ["checks", "claims", "entropy", "exact", "lengthrules", "montecarlo", "recommend", "optimum", "page", "plotting", "reproducibility", "scores",
            "softmax", "special", "symbolic", "training"]
 
 NAN, INF = float("nan"), float("inf")
@@ -117,6 +117,12 @@ SPECS: dict[str, tuple[dict, dict]] = {
     "lengthrules.alpha_constant_entropy": ({"n": 2048}, {"n": LENGTH + [256], "target": [NAN, INF, "x", 1 + 2j, 0.0, -1.0], "n_train": REAL + [1.0]}),
     "lengthrules.rule_alpha": ({"rule": "yarn", "n": 2048}, {"rule": ["softmax", None, 3.0], "n": LENGTH, "n_train": REAL + [1.0], "gap": REAL}),
     "lengthrules.evaluate": ({"rule": "log512", "n": 2048}, {"rule": ["softmax", None, [-1.0], [NAN]], "n": LENGTH + [1.5, 1e16], "gap": REAL + [-40.0], "n_train": REAL + [1.0]}),
+    "recommend.advice": ({"n": 512, "d": 64}, {"n": LENGTH + [1e16], "d": COUNT, "scores": ["bilinear", None, 3]}),
+    "montecarlo.typical_optimum_normal": ({"n": 4, "batches": 2}, {"n": COUNT + [1, 100_001], "batches": COUNT + [1], "seed": [NAN, "s", -1]}),
+    "page.number": ({"key": "k", "value": 1.5}, {"key": [None, 3, "", "1x", "a b"], "value": [NAN, "v", None], "spec": [None, 3, "q"]}),
+    "page.text": ({"key": "k", "shown": "s"}, {"key": [None, 3, "", "a b"], "shown": [None, 3]}),
+    "page.figure": ({"key": "k", "fig": lambda: __import__("attnscale.plotting").plotting.figure()[0]}, {"key": [None, "a b"], "fig": [None, "fig", 3]}),
+    "plotting.checked_png": ({"fig": lambda: __import__("attnscale.plotting").plotting.figure()[0]}, {"fig": [None, "fig", 3]}),
     "recommend.recommend": ({"n": 512, "d": 64}, {"n": LENGTH + [1e16], "d": COUNT, "scores": ["bilinear", None, 3]}),
     "recommend.scale_at_share": ({"n": 512}, {"n": LENGTH, "share": REAL + [0.0, 1.0, 1.5], "d": D_BAD + [2]}),
     "recommend.report": ({"n": 512, "d": 64}, {"n": LENGTH, "d": COUNT, "scores": ["bilinear", None], "n_train": REAL + [1.0, 0.5], "alpha_train": POSITIVE}),
@@ -246,7 +252,7 @@ SPECS: dict[str, tuple[dict, dict]] = {
 }
 
 #: display helpers and plain data classes, exercised elsewhere
-EXEMPT = {"training.PairedComparison", "training.StratifiedCorrelation", "recommend.Scale", "recommend.main", "symbolic.GeneralSoftmax", "symbolic.general_softmax", "symbolic.show_math", "plotting.show_figure", "reproducibility.Comparison"}
+EXEMPT = {"checks.start_page", "checks.page_summary", "checks.PageChecks", "page.Text", "recommend.Advice", "training.PairedComparison", "training.StratifiedCorrelation", "recommend.Scale", "recommend.main", "symbolic.GeneralSoftmax", "symbolic.general_softmax", "symbolic.show_math", "plotting.show_figure", "reproducibility.Comparison"}
 
 
 def _public() -> set[str]:

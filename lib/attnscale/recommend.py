@@ -161,6 +161,8 @@ def advice(n: float, d: int, scores: str = "dot") -> list[Advice]:
     from the library (``alpha_star_cosine`` for cosine scores); the verdicts are the book's:
     the exact theory of chapter 7 and the training experiment of chapter 10."""
     length, kind, dim = _arguments(n, d, scores)
+    if length > 1e15:
+        raise ValueError(f"n must be at most 1e15, the range of the book's exact theory (as recommend), got {length:g}")
     dot = Advice(
         "dot-product attention", 1.0,
         f"alpha = 1, that is q.k / sqrt(d) = q.k x {1 / math.sqrt(dim):.4g}",
