@@ -17,8 +17,22 @@ Modules are named after the mathematics they hold:
 - :mod:`attnscale.plotting`: the house figure style.
 """
 
-# training is left out so that ``python -m attnscale.training`` runs it once, cleanly
-from . import checks, claims, entropy, montecarlo, optimum, scores, softmax, special, symbolic
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
 __all__ = ["checks", "claims", "entropy", "montecarlo", "optimum", "scores", "softmax", "special", "symbolic"]
+
+#: every submodule, imported on first use (PEP 562): ``import attnscale`` loads none of
+#: them, so ``python -m attnscale recommend`` pulls in neither SymPy nor the claims register
+_SUBMODULES = frozenset(__all__) | {"exact", "lengthrules", "page", "plotting", "recommend", "reproducibility", "training"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _SUBMODULES)
