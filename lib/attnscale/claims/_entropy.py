@@ -67,6 +67,39 @@ def temperature_limits(rec: dict) -> bool:
 
 
 @register
+def softmax_definition(rec: dict) -> bool:
+    """The definition p_i = e^{alpha s_i} / Z(alpha), Z(alpha) = sum_j e^{alpha s_j}, evaluated in extended
+    precision (mpmath, 40 digits) for 10 random rows at each alpha of inputs.alpha (default 1): the
+    library's softmax (relative 1e-13) and logsumexp (log Z, absolute 1e-12) must agree with it."""
+    import mpmath as mp
+
+    rows = np.random.default_rng(76).normal(size=(10, 6)) * 3
+    ok = True
+    with mp.workdps(40):
+        for a in inputs(rec).get("alpha", [1.0]):
+            for s in rows:
+                e = [mp.e ** (mp.mpf(float(a)) * mp.mpf(si)) for si in s]
+                Z = sum(e)
+                ok &= bool(np.allclose(softmax(s, float(a)), [float(ei / Z) for ei in e], rtol=1e-13, atol=0))
+                ok &= abs(float(logsumexp(s, float(a))) - float(mp.log(Z))) < 1e-12
+    return bool(ok)
+
+
+@register
+def shannon_definition(rec: dict) -> bool:
+    """H(p) = -sum_i p_i log p_i evaluated in extended precision (mpmath, 40 digits) for 10 softmax rows:
+    the library's entropy of p (entropy.shannon) and from the scores (softmax_entropy) agree with it
+    (relative 1e-12)."""
+    import mpmath as mp
+
+    s = np.random.default_rng(77).normal(size=(10, 7)) * 2
+    p = softmax(s)
+    with mp.workdps(40):
+        ref = [float(-sum(mp.mpf(pi) * mp.log(mp.mpf(pi)) for pi in row)) for row in p]
+    return bool(np.allclose(shannon(p), ref, rtol=1e-12, atol=0) and np.allclose(softmax_entropy(s), ref, rtol=1e-12, atol=0))
+
+
+@register
 def softmax_basics(rec: dict) -> bool:
     """In extended precision (mpmath, 40 digits): property distribution (in (0,1), sums to 1), shift
     (softmax(x + c) = softmax(x)) or order (x_i > x_j => p_i > p_j), for 10 random rows; the library's

@@ -18,6 +18,17 @@ def jacobian_formula(rec: dict) -> bool:
 
 
 @register
+def product_rule_split(rec: dict) -> bool:
+    """dp_i/ds_j as (d e^{alpha s_i}/ds_j) (1/Z) + e^{alpha s_i} d(1/Z)/ds_j, each factor differentiated on its
+    own by central differences, against the differences of the library softmax (absolute 1e-8)."""
+    s, _, a = example_row()
+    num, Z = np.exp(a * s), np.exp(a * s).sum()
+    d_num = fd_jacobian(s, a, fn=lambda x: np.exp(a * x))
+    d_inv_z = fd_jacobian(s, a, fn=lambda x: np.atleast_1d(1.0 / np.exp(a * x).sum()))[0]
+    return bool(np.allclose(d_num / Z + np.outer(num, d_inv_z), fd_jacobian(s, a), atol=1e-8))
+
+
+@register
 def exp_derivative(rec: dict) -> bool:
     """d e^{alpha s_i} / d s_j = alpha e^{alpha s_i} delta_ij (differences of the exponential)."""
     s, _, a = example_row()

@@ -77,6 +77,19 @@ def collision_derivative(rec: dict) -> bool:
 
 
 @register
+def collision_quotient(rec: dict) -> bool:
+    """f = sum p^2 of the library softmax against the quotient sum e^{2 alpha s_i} / (sum e^{alpha s_j})^2 at
+    alpha = 0.3, 1.3, 3 (form: value, relative 1e-12), or their central differences in alpha (form:
+    derivative, absolute 1e-8, a derivative of order 0.1 here)."""
+    s = np.random.default_rng(46).normal(size=7)
+    lib = lambda x: float(collision(softmax(s, x)))
+    quotient = lambda x: float(np.exp(2 * x * s).sum() / np.exp(x * s).sum() ** 2)
+    if inputs(rec)["form"] == "value":
+        return all(abs(quotient(a) / lib(a) - 1) < 1e-12 for a in (0.3, 1.3, 3.0))
+    return all(abs(fd_derivative(quotient, a) - fd_derivative(lib, a)) < 1e-8 and abs(fd_derivative(lib, a)) > 1e-3 for a in (0.3, 1.3, 3.0))
+
+
+@register
 def objective_limits(rec: dict) -> bool:
     """G = 2 alpha (1 - e^{alpha^2}/n), n = 512: G/(2 alpha (1 - 1/n)) -> 1 as alpha -> 0 (end: small); G falls without bound (end: large)."""
     G = lambda a: 2 * float(objective_normal(a, 512))

@@ -1,11 +1,11 @@
-"""Recomputations of tables, arithmetic, published numbers, the largest-entry optimum and the Part IV sweep."""
+"""Recomputations of tables, arithmetic, published numbers, the largest-entry optimum, the Part IV sweep and the cost of attention."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ..montecarlo import typical_row_optimum
-from ..softmax import jacobian_max_entry
+from ..softmax import jacobian_max_entry, softmax
 from ._registry import inputs, register
 
 
@@ -63,3 +63,27 @@ def lr_rule_in_interval(rec: dict) -> bool:
     cells = [c for c in load_sweep(DATA / f"training_{opt}.json")["cells"] if c["kind"] == "dot"]
     _, low, high = mean_interval(lr_exponent(cells)[1])
     return bool(low <= float(rec["claimed"]) <= high)
+
+
+@register
+def attention_cost(rec: dict) -> bool:
+    """Cost of standard attention, read off the arrays of an actual run (library softmax) for n, d in
+    1, 4, 16, 64, 256: multiply-adds S.size d for S = Q K^T / sqrt(d), four passes over the weights
+    for the softmax (max, exponential, sum, division) and O.size n for O = A V; stored entries A, Q, K, V
+    and O. resource time: the count over n^2 d lies between 1 and 6 everywhere (so it is of order
+    n^2 d). resource memory: the count over n^2 is at most 5 wherever d <= n, and passes 1000
+    where d / n = 256 (so O(n^2) needs d = O(n))."""
+    rng = np.random.default_rng(84)
+    sizes = (1, 4, 16, 64, 256)
+    time, memory = {}, {}
+    for n in sizes:
+        for d in sizes:
+            Q, K, V = rng.standard_normal((3, n, d))
+            S = Q @ K.T / np.sqrt(d)
+            A = softmax(S)
+            O = A @ V
+            time[n, d] = (S.size * d + 4 * A.size + O.size * n) / (n * n * d)
+            memory[n, d] = (A.size + Q.size + K.size + V.size + O.size) / (n * n)
+    if inputs(rec)["resource"] == "time":
+        return all(1 <= r <= 6 for r in time.values())
+    return max(r for (n, d), r in memory.items() if d <= n) <= 5 and max(memory.values()) > 1000

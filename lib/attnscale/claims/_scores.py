@@ -140,6 +140,46 @@ def top_weight_unscaled(rec: dict) -> float:
 
 
 @register
+def attention_rows(rec: dict) -> bool:
+    """Scaled dot-product attention three ways, for 5 queries over 9 keys (d = 16, values of width 4):
+    the matrix form softmax(Q K^T / sqrt(d)) V through the library softmax; the row formulas
+    a_ij = e^{q_i.k_j / sqrt(d)} / sum_j' e^{q_i.k_j' / sqrt(d)} and o_i = sum_j a_ij v_j written out;
+    and the library's attention layer (training.model.forward with identity projections, scale 1,
+    whose output is read from its difference to a zero target).
+    All weights and outputs agree to 1e-12."""
+    from ..training.model import forward
+
+    rng = np.random.default_rng(81)
+    m, n, d, c = 5, 9, 16, 4
+    Q, K, V = rng.standard_normal((m, d)), rng.standard_normal((n, d)), rng.standard_normal((n, c))
+    A = softmax(Q @ K.T / np.sqrt(d))
+    e = np.array([[np.exp(np.dot(q, k) / np.sqrt(d)) for k in K] for q in Q])
+    a = e / e.sum(axis=1, keepdims=True)
+    o = np.array([sum(a[i, j] * V[j] for j in range(n)) for i in range(m)])
+    eye = np.eye(d)[None, None]
+    data = {"K": np.broadcast_to(K, (1, m, n, d)), "V": np.broadcast_to(V, (1, m, n, c)), "x": Q[None],
+            "target": np.zeros((1, m, c)), "j": np.zeros((1, m), dtype=int)}
+    layer = forward({"Wq": eye, "Wk": eye}, data, 1.0)
+    output = layer["diff"][0, :, 0] + data["target"][0]  # the layer returns output minus target
+    close = lambda x, y: bool(np.allclose(x, y, rtol=1e-12, atol=1e-14))
+    return close(A, a) and close(A @ V, o) and close(layer["p"][0, :, 0], a) and close(output, o)
+
+
+@register
+def relu2_row_normalised(rec: dict) -> bool:
+    """relu^2(q_i.k_j / sqrt(d)) divided by its sum over the keys j' of the row (6 queries, 12 keys,
+    d = 16): each row sums to 1, and the weights equal the library's normalised relu^2 weights
+    (power_weights) both with the scale 1/sqrt(d) and without it (relative 1e-12)."""
+    rng = np.random.default_rng(82)
+    d = 16
+    x = rng.standard_normal((6, d)) @ rng.standard_normal((12, d)).T
+    r = np.maximum(x / np.sqrt(d), 0.0) ** 2
+    a = r / r.sum(axis=1, keepdims=True)
+    close = lambda u, w: bool(np.allclose(u, w, rtol=1e-12, atol=0))
+    return close(a.sum(axis=1), 1.0) and close(a, power_weights(x, 2.0, 1 / np.sqrt(d))) and close(a, power_weights(x, 2.0))
+
+
+@register
 def relu2_normaliser_cancels(rec: dict) -> bool:
     """relu^2(lambda x) / sum relu^2(lambda x) does not depend on lambda > 0."""
     s = np.random.default_rng(61).standard_normal((50, 64))
