@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .. import _validate as v
+from .._paths import in_book
 from . import _cosine as _cosine, _entropy as _entropy, _jacobian as _jacobian  # noqa: F401  (they fill RECOMPUTE)
 from . import _normal as _normal, _other as _other, _scores as _scores  # noqa: F401
 from ._registry import RECOMPUTE
@@ -32,7 +33,7 @@ __all__ = ["RECOMPUTE", "recompute", "verdict", "VERDICTS", "load_register", "ev
 
 VERDICTS = ("holds", "approximate", "wrong", "not checkable")
 #: the register in this repository
-REGISTER = Path(__file__).resolve().parents[3] / "chapters" / "claims.yml"
+REGISTER = in_book("chapters/claims.yml")
 
 
 def recompute(record: dict) -> Any:

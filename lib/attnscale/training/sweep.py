@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .. import _validate as v
+from .._paths import in_book
 from .loop import _optimizer, evaluation_steps, train
 from .model import _kind
 from .stats import best_lr_index, steps_to_target
@@ -20,7 +21,7 @@ from .stats import best_lr_index, steps_to_target
 __all__ = ["DATA", "DOT_ALPHAS", "SWEEP", "lattice_rate", "rate_window", "tune", "sweep_scales", "run_config", "select_scales", "load_sweep"]
 
 #: where the book keeps the stored sweep (the default; every function takes a path)
-DATA = Path(__file__).resolve().parents[3] / "chapters" / "data"
+DATA = in_book("chapters/data")
 
 DOT_ALPHAS = (0.25, 1.0, 2.5, 8.0)
 
