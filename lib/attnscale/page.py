@@ -21,18 +21,21 @@ _KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 
 
 class Text:
-    """A value that displays as exactly ``shown`` (no quotes), so ``{glue:text}`` pastes it as is."""
+    """A glued value that ``{glue:text}`` pastes as exactly ``shown``. MyST-NB reads the stored
+    ``text/plain`` as a Python literal before pasting it (so a bare ``2.10`` would show as
+    ``2.1`` and ``12,345`` as a tuple): the repr is therefore the quoted string, whose
+    literal is ``shown`` itself."""
 
     def __init__(self, shown: str):
         self.shown = shown
 
     def __repr__(self) -> str:
-        return self.shown
+        return repr(self.shown)
 
 
 def _key(key: object) -> str:
     name = v.text(key, "key")
-    if not _KEY.match(name):
+    if not _KEY.fullmatch(name):
         raise ValueError(f"key must start with a letter and hold only letters, digits, '_' and '-', got {name!r}")
     return name
 
