@@ -66,6 +66,21 @@ def lr_rule_in_interval(rec: dict) -> bool:
 
 
 @register
+def advice_trains_faster(rec: dict) -> bool:
+    """Whether the scale ``arm`` (inputs; the note's 2.5) trains faster than ``reference`` (1)
+    in the stored sweep of the record's optimiser, dot scores: it reaches the target earlier
+    in more seed pairs than later, with the two-sided sign test's p below 0.05 (pairs pooled
+    over the six cells, :func:`attnscale.training.compare_arms`)."""
+    from ..training import DATA, compare_arms, load_sweep
+
+    opt, arm, ref = inputs(rec)["optimizer"], inputs(rec)["arm"], inputs(rec)["reference"]
+    cells = {(c["optimizer"], c["kind"], c["n"], c["d"]): c for c in load_sweep(DATA / f"training_{opt}.json")["cells"]}
+    speed = compare_arms(cells, opt, "dot", arm, ref)[0]["speed"]
+    assert speed is not None
+    return bool(speed.earlier > speed.later and speed.p_value < 0.05)
+
+
+@register
 def attention_cost(rec: dict) -> bool:
     """Cost of standard attention, read off the arrays of an actual run (library softmax) for n, d in
     1, 4, 16, 64, 256: multiply-adds S.size d for S = Q K^T / sqrt(d), four passes over the weights
