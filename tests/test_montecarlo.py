@@ -100,3 +100,45 @@ def test_gap_density_refuses_lengths_beyond_the_float_range_naming_n():
     (it was Python's OverflowError from float(n))."""
     with pytest.raises(ValueError, match=r"^n must be at most the largest float"):
         gap_density_at_zero(10**309)
+
+
+# ---- typical_optimum_normal: the book's one sampled value of the typical-row optimum ----------
+
+
+def test_typical_optimum_normal_is_the_optimum_of_its_own_sample_with_the_batch_spread(monkeypatch):
+    """It is typical_row_optimum of the rows drawn batch by batch from default_rng(seed), and
+    its standard error is the batch optima's standard deviation over sqrt(batches)."""
+    from attnscale import montecarlo as mc
+    from attnscale.softmax import jacobian_frobenius
+
+    monkeypatch.setattr(mc, "TYPICAL_VALUES", 3_200)  # 100 rows of 32 keys per batch
+    rng = np.random.default_rng(11)
+    blocks = [rng.standard_normal((100, 32)) for _ in range(3)]
+    each = [mc.typical_row_optimum(b, jacobian_frobenius) for b in blocks]
+    value, se = mc.typical_optimum_normal(32, jacobian_frobenius, batches=3, seed=11)
+    assert value == mc.typical_row_optimum(np.concatenate(blocks), jacobian_frobenius)
+    assert se == pytest.approx(np.std(each, ddof=1) / np.sqrt(3), rel=1e-12)
+    assert (value, se) == mc.typical_optimum_normal(32, jacobian_frobenius, batches=3, seed=11)  # same seed, same number
+
+
+def test_typical_optimum_normal_keeps_at_least_fifty_rows_per_batch(monkeypatch):
+    from attnscale import montecarlo as mc
+
+    seen = []
+    monkeypatch.setattr(mc, "TYPICAL_VALUES", 10)
+    monkeypatch.setattr(mc, "typical_row_optimum", lambda rows, measure: seen.append(rows.shape) or 1.0)
+    assert mc.typical_optimum_normal(8, batches=2) == (1.0, 0.0)
+    assert seen == [(50, 8), (50, 8), (100, 8)]
+
+
+def test_typical_optimum_normal_standard_error_covers_other_seeds(monkeypatch):
+    """The standard error is honest: over independent seeds the values spread about as
+    much as it says (n = 64, a small sample so the test is fast)."""
+    from attnscale import montecarlo as mc
+
+    monkeypatch.setattr(mc, "TYPICAL_VALUES", 20_000)
+    results = np.array([mc.typical_optimum_normal(64, seed=s) for s in range(8)])
+    spread, said = results[:, 0].std(ddof=1), results[:, 1].mean()
+    assert 0.4 < spread / said < 2.5
+    # and the optimum sits near the freezing point sqrt(2 log 64) = 2.88, a few percent above it
+    assert abs(results[:, 0].mean() / np.sqrt(2 * np.log(64)) - 1.03) < 0.03
