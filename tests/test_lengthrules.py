@@ -68,10 +68,37 @@ def test_chiang_cholak_by_hand():
 
 
 def test_rule_alpha_dispatches_to_each_rule():
-    funcs = {"fixed": L.fixed, "log512": L.log512, "qwen_logn": L.qwen_logn, "yarn": L.yarn,
-             "ssmax": L.ssmax, "longrope": L.longrope, "chiang_cholak": L.chiang_cholak}
+    funcs = {"fixed": L.fixed, "log512": L.log512, "qwen_logn": L.qwen_logn, "yarn": L.yarn, "longrope": L.longrope}
     for name, fn in funcs.items():
         np.testing.assert_array_equal(L.rule_alpha(name, N), fn(N))
+    # the rules applied in training too count relative to their factor at n_train
+    for name, fn in {"ssmax": L.ssmax, "chiang_cholak": L.chiang_cholak}.items():
+        np.testing.assert_array_equal(L.rule_alpha(name, N), fn(N) / fn(512.0))
+        np.testing.assert_array_equal(L.rule_alpha(name, N, n_train=1024), fn(N) / fn(1024.0))
+
+
+def test_rules_relative_to_training():
+    """The book's one convention: every rule's factor is 1 at the training length, and the
+    rules that apply ln n in training too (Scalable-Softmax, Chiang and Cholak) are the log
+    ratio ln n / ln n_train, whatever Scalable-Softmax's s; so are Su's, Qwen's and
+    LongRoPE's above n_train. Below it Su's rule and the log ratio lower the scale, Qwen's
+    and LongRoPE's stay at 1."""
+    for nt in (512.0, 4096.0):
+        for name in L.RULES:
+            assert L.rule_alpha(name, nt, n_train=nt) == pytest.approx(1.0, rel=1e-9)
+        above = nt * np.array([2.0, 64.0, 2048.0])
+        ratio = np.log(above) / math.log(nt)
+        for name in ("log512", "qwen_logn", "longrope", "ssmax", "chiang_cholak"):
+            np.testing.assert_allclose(L.rule_alpha(name, above, n_train=nt), ratio, rtol=1e-14)
+        below = nt / 4
+        assert L.rule_alpha("ssmax", below, n_train=nt) == pytest.approx(math.log(below) / math.log(nt), rel=1e-14)
+        assert L.rule_alpha("chiang_cholak", below, n_train=nt) == pytest.approx(math.log(below) / math.log(nt), rel=1e-14)
+        assert L.rule_alpha("qwen_logn", below, n_train=nt) == 1.0 and L.rule_alpha("longrope", below, n_train=nt) == 1.0
+    # Scalable-Softmax's s cancels: any s gives the same relative factor
+    np.testing.assert_allclose(L.ssmax(N, s=1.7) / L.ssmax(512.0, s=1.7), L.rule_alpha("ssmax", N), rtol=1e-14)
+    # evaluate takes the relative factor too: at n_train the row is the fixed scale's
+    for name in ("ssmax", "chiang_cholak"):
+        assert L.evaluate(name, 512.0)["alpha"] == pytest.approx(1.0, rel=1e-15)
 
 
 # ---- the issue's needle table (an independent measurement) ------------------------------

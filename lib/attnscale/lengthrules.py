@@ -3,9 +3,16 @@
 A rule is a multiplier ``alpha(n)`` of the unit-variance scores ``s = q . k / sqrt(d)``
 of a row of ``n`` keys: the logits are ``alpha s``. The usual ``1/sqrt(d)`` scale is
 ``alpha = 1``; every rule below multiplies that scale, so ``d`` drops out of all of them.
-Where a rule needs the training length it is ``n_train`` (default 512), and the
-context-extension factor is ``s = n / n_train`` (the rule applied dynamically, per row;
-YaRN and LongRoPE as deployed fix ``s`` from the configured maximum length instead).
+
+The book compares the rules in one convention, **relative to training**: a model trained
+on rows of ``n_train`` keys (default 512) at scale ``alpha0`` (the book takes 1) is run on
+rows of ``n`` keys, and each rule's factor multiplies ``alpha0``. :func:`rule_alpha` returns
+that factor for every rule, so it is 1 at ``n = n_train``. Rules that apply their factor
+during training as well (Scalable-Softmax, Chiang and Cholak's ``ln n``) count relative to
+the factor at ``n_train``: their functions below give the factor as applied, ``rule_alpha``
+the ratio ``ln n / ln n_train``. Context-extension rules take ``s = n / n_train``, the rule
+applied dynamically, per row (dynamic YaRN); YaRN and LongRoPE as deployed fix ``s`` from
+the configured maximum length instead.
 
 :func:`evaluate` computes, for a rule and lengths ``n``, under two score models
 (exact quadrature from :mod:`attnscale.exact`, relative error below 1e-11):
@@ -107,6 +114,8 @@ def yarn(n: ArrayLike, n_train: float = 512) -> Out:
     ``sqrt(1/t)`` to *both* ``q`` and ``k`` (the authors' code multiplies the RoPE cos and
     sin tables by ``0.1 ln s + 1``), so the logits are multiplied by the square,
     ``1/t = (0.1 ln s + 1)^2``. For ``s <= 1`` the factor is 1, as in that code.
+    Here ``s = n / n_train``, the factor of each row's own length (dynamic YaRN); YaRN as
+    deployed fixes ``s`` at the configured maximum length over the training length.
     """
     ext, _ = _extension(n, n_train)
     return v.scalar_or_array((0.1 * np.log(ext) + 1.0) ** 2)
@@ -120,6 +129,10 @@ def ssmax(n: ArrayLike, s: float = SSMAX_S) -> Out:
     ``z`` are multiplied by ``s log n`` with a learnable scalar ``s`` (one per layer and
     head). Default ``s = 0.43``, the value the paper uses in its Figure 1; it is an
     illustration, not a learned value for any particular model.
+
+    This is the factor as applied, in training and after it. The model learns ``s`` with the
+    factor in place, so relative to training at ``n_train`` keys the factor is
+    ``ln n / ln n_train`` whatever ``s`` is: that ratio is what :func:`rule_alpha` returns.
     """
     s_ = v.real_above(s, "s")
     return v.scalar_or_array(s_ * np.log(v.lengths(n, "n")))
@@ -143,12 +156,18 @@ def longrope(n: ArrayLike, n_train: float = 512) -> Out:
 
 
 def chiang_cholak(n: ArrayLike) -> Out:
-    """``alpha = ln n``: attention logits scaled by the log of the length (Chiang and
-    Cholak, 2022, "Overcoming a Theoretical Limitation of Self-Attention", ACL 2022,
-    arXiv:2202.12172). The abstract describes the remedy only in words; the factor
-    ``log n`` and the natural logarithm are taken from secondary accounts and could not
-    be confirmed against the paper's own text (a different base would rescale ``alpha``
-    by a constant).
+    """``alpha = ln n``: attention logits scaled by the natural log of the length (Chiang
+    and Cholak, 2022, "Overcoming a Theoretical Limitation of Self-Attention", ACL 2022,
+    arXiv:2202.12172).
+
+    Source: the authors' released code (github.com/ndnlp/parity, public domain).
+    ``ScaledTransformerEncoderLayer`` in ``encoder.py`` passes ``src * math.log(len(src))``
+    as the query input of self-attention, the natural log of the number of positions; up to
+    the query projection's bias this multiplies every logit by ``ln n``. ``first.py`` trains
+    and tests the same model, at ``--train_length`` and ``--test_length``, so the factor is
+    applied during training too. This function is the factor as applied; relative to
+    training at ``n_train`` keys it is ``ln n / ln n_train`` (what :func:`rule_alpha`
+    returns), which no constant factor or change of the log's base alters.
     """
     return v.scalar_or_array(np.log(v.lengths(n, "n")))
 
@@ -268,15 +287,22 @@ def alpha_constant_entropy(n: ArrayLike, target: float | None = None, n_train: f
 
 
 def rule_alpha(rule: str, n: ArrayLike, n_train: float = 512, gap: float = 5.0) -> Out:
-    """``alpha(n)`` for a rule named in :data:`RULES`. ``log512`` uses ``n_train`` as its
-    base, ``ssmax`` its default ``s``; ``constant_needle`` uses ``gap``."""
+    """The factor a rule named in :data:`RULES` applies at length ``n``, relative to training
+    at ``n_train`` keys: the multiplier of the training scale ``alpha0``, 1 at ``n = n_train``
+    (with ``alpha0 = 1``, the ``alpha`` of the row). ``log512`` uses ``n_train`` as its base;
+    ``ssmax`` and ``chiang_cholak``, which apply their factor in training too, give their
+    factor at ``n`` over that at ``n_train``, ``ln n / ln n_train`` (so ``s`` drops out);
+    ``constant_needle`` uses ``gap``."""
     name = v.text(rule, "rule")
     _greater_than_one(n_train, "n_train")
     v.real_number(gap, "gap")
     if name not in RULES:
         raise ValueError(f"rule must be one of {RULES}, got {name!r}")
-    if name in ("fixed", "ssmax", "chiang_cholak"):
-        return {"fixed": fixed, "ssmax": ssmax, "chiang_cholak": chiang_cholak}[name](n)
+    if name == "fixed":
+        return fixed(n)
+    if name in ("ssmax", "chiang_cholak"):  # applied in training too: relative to its value at n_train
+        applied = {"ssmax": ssmax, "chiang_cholak": chiang_cholak}[name]
+        return v.scalar_or_array(np.asarray(applied(n)) / float(applied(n_train)))
     if name == "constant_needle":
         return alpha_constant_needle(n, gap, None, n_train)
     if name == "constant_entropy":
