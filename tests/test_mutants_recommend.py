@@ -53,7 +53,10 @@ at training (n0, alpha0)              1.000    5.742      0.920     0.995      0
 fixed scale                           1.000    7.818      0.940     0.999     0.02152
 constant entropy                      2.314    5.742      0.690     2.263       0.643
 constant key weight                   1.560    7.107      0.854     1.555      0.1501
-the note's alpha0 log n / log n0      1.333    7.431      0.893     1.331     0.07319
+log ratio alpha0 ln n / ln n0         1.333    7.431      0.893     1.331     0.07319
+dynamic YaRN                          1.459    7.257      0.872     1.456      0.1106
+The log ratio is Su's rule and, relative to training, also Qwen's, LongRoPE's,
+Scalable-Softmax's and Chiang and Cholak's; YaRN's s is read as n / n0.
 """
 
 TABLE_1E15 = """\
@@ -64,7 +67,10 @@ at training (n0, alpha0)              1.000    5.742      0.920     0.995      0
 fixed scale                           1.000   34.039      0.986     1.000   9.002e-14
 constant entropy                      8.564    5.742      0.166     7.539    1.32e-12
 constant key weight                    none  (no scale keeps the key's weight at this n)
-the note's alpha0 log n / log n0      5.537   19.221      0.557     5.535   2.325e-10
+log ratio alpha0 ln n / ln n0         5.537   19.221      0.557     5.535   2.325e-10
+dynamic YaRN                         14.669    1.563      0.045     7.948   9.613e-20
+The log ratio is Su's rule and, relative to training, also Qwen's, LongRoPE's,
+Scalable-Softmax's and Chiang and Cholak's; YaRN's s is read as n / n0.
 """
 
 
@@ -77,16 +83,17 @@ def test_command_line_prints_the_length_table_with_the_default_training(capsys):
     rows = TABLE_4096.splitlines()
     assert rows[3] == _row("at training (n0, alpha0)", 1.0, 512.0)
     assert rows[4] == _row("fixed scale", 1.0, 4096.0)
-    assert rows[7] == _row("the note's alpha0 log n / log n0", 12 / 9, 4096.0)
+    assert rows[7] == _row("log ratio alpha0 ln n / ln n0", 12 / 9, 4096.0)
 
 
 def test_report_rows_follow_the_training_scale():
     """At alpha0 = 1.5 the fixed rule keeps 1.5 and the note's rule gives 1.5 * 12/9 = 2."""
     lines = R.report(4096, 64, "dot", 512, 1.5).splitlines()
-    assert lines[-8] == "Length scaling (ch-entropy): trained on n0 = 512 keys at alpha0 = 1.5, run on n = 4096 keys;"
-    assert lines[-5] == _row("at training (n0, alpha0)", 1.5, 512.0)
-    assert lines[-4] == _row("fixed scale", 1.5, 4096.0)
-    assert lines[-1] == _row("the note's alpha0 log n / log n0", 2.0, 4096.0)
+    top = lines.index("Length scaling (ch-entropy): trained on n0 = 512 keys at alpha0 = 1.5, run on n = 4096 keys;")
+    assert lines[top + 3] == _row("at training (n0, alpha0)", 1.5, 512.0)
+    assert lines[top + 4] == _row("fixed scale", 1.5, 4096.0)
+    assert lines[top + 7] == _row("log ratio alpha0 ln n / ln n0", 2.0, 4096.0)
+    assert lines[top + 8] == _row("dynamic YaRN", 1.5 * (0.1 * math.log(8) + 1) ** 2, 4096.0)
 
 
 def test_report_marks_a_rule_without_a_scale_and_goes_on():
@@ -94,7 +101,7 @@ def test_report_marks_a_rule_without_a_scale_and_goes_on():
     (ln 1e15 / ln 512 = 5.537) is still printed after it."""
     text = R.report(1e15, 64)
     assert text.endswith(TABLE_1E15.rstrip("\n"))
-    assert TABLE_1E15.splitlines()[-1] == _row("the note's alpha0 log n / log n0", math.log(1e15) / math.log(512), 1e15)
+    assert TABLE_1E15.splitlines()[7] == _row("log ratio alpha0 ln n / ln n0", math.log(1e15) / math.log(512), 1e15)
 
 
 def test_no_rule_sentence_wraps_at_88_columns():

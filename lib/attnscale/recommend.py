@@ -219,7 +219,7 @@ def recommend(n: float, d: int, scores: str = "dot") -> list[Scale]:
         picks.append(("freezing", math.sqrt(2.0 * math.log(length)), "ch-beyond-mean-field"))
     else:
         picks.append(("mean_field", float(alpha_star_cosine(length, dim)), "ch-cosine"))
-    picks.append(("ninety", scale_at_share(length, NINETY, law), "ch-beyond-mean-field"))
+    picks.append(("ninety", scale_at_share(length, NINETY, law), "ch-beyond-mean-field" if kind == "dot" else "ch-cosine"))
     out = []
     for name, a, chapter in picks:
         g = float(exact.expected_half_l1(length, a, law))
@@ -271,8 +271,10 @@ def length_rules(n: float, n_train: float = 512, alpha_train: float = 1.0) -> di
     (:func:`~attnscale.lengthrules.alpha_constant_entropy`); ``needle``: the scale that keeps
     the exact expected weight of one key at score :data:`NEEDLE_SCORE`
     (:func:`~attnscale.lengthrules.alpha_constant_needle`; NaN when no scale reaches the
-    training weight at this ``n``); ``log_ratio``: the note's rule,
-    ``alpha_train log n / log n_train``. What each keeps and loses is in :func:`report`."""
+    training weight at this ``n``); ``log_ratio``: ``alpha_train ln n / ln n_train``, which is
+    Su's rule and, relative to training, Qwen's, LongRoPE's, Scalable-Softmax's and Chiang
+    and Cholak's (the last two apply their factor in training too); ``yarn``: dynamic YaRN,
+    ``alpha_train (0.1 ln(n / n_train) + 1)^2``. What each keeps and loses is in :func:`report`."""
     length = float(v.lengths(n, "n"))
     trained, a0 = _training(n_train, alpha_train)
     if not length > trained:
@@ -288,6 +290,7 @@ def length_rules(n: float, n_train: float = 512, alpha_train: float = 1.0) -> di
         "entropy": float(lengthrules.alpha_constant_entropy(length, h0, trained)),
         "needle": needle,
         "log_ratio": a0 * float(lengthrules.log512(length, trained)),
+        "yarn": a0 * float(lengthrules.yarn(length, trained)),
     }
 
 
@@ -351,7 +354,8 @@ def report(n: float, d: int, scores: str = "dot", n_train: float = 512, alpha_tr
         lines.append(f"exact expectations over independent normal scores, a planted key at score {NEEDLE_SCORE:g}:")
         lines.append(f"{'':34s}{'alpha':>9s} {'E H':>8s} {'E H/log n':>10s} {'gradient':>9s} {'key weight':>11s}")
         names = [("at training (n0, alpha0)", None), ("fixed scale", "fixed"), ("constant entropy", "entropy"),
-                 ("constant key weight", "needle"), ("the note's alpha0 log n / log n0", "log_ratio")]
+                 ("constant key weight", "needle"), ("log ratio alpha0 ln n / ln n0", "log_ratio"),
+                 ("dynamic YaRN", "yarn")]
         alphas = np.array([a0 if key is None else rules[key] for _, key in names])
         lengths = np.array([trained if key is None else float(n) for _, key in names])
         ok = ~np.isnan(alphas)
@@ -364,6 +368,9 @@ def report(n: float, d: int, scores: str = "dot", n_train: float = 512, alpha_tr
             lines.append(f"{label:34s}{a:9.3f} {float(e['entropy'][j]):8.3f} {float(e['entropy_ratio'][j]):10.3f} "
                          f"{float(e['half_l1'][j]):9.3f} {float(e['needle_weight'][j]):11.4g}")
             j += 1
+        text = ("The log ratio is Su's rule and, relative to training, also Qwen's, LongRoPE's, Scalable-Softmax's "
+                "and Chiang and Cholak's; YaRN's s is read as n / n0.")
+        lines.extend(textwrap.wrap(text, width=88, break_on_hyphens=False))
     return "\n".join(lines)
 
 
