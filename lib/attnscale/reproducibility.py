@@ -21,7 +21,7 @@ threads:
   up to 14.5%; a learned scale tames them (the learned cells' runs at 8 and 64
   agreed to 2% in final loss).
 
-The whole sweep rerun under Haswell (chapter 10, ``sec-training-kernels``) shows that the
+The whole sweep rerun under Haswell (the training appendix, ``sec-training-kernels``) shows that the
 classification, made on the smallest cells, is not perfect on the larger ones: of 534 runs
 (a cell, scale and rate, five seeds each) both sweeps call stable, 531 agreed in loss area
 to 1.6e-5 (530 exactly, to the digits stored) and three differed by 1.4e-4 to 4.7e-3 (their

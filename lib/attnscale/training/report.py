@@ -1,7 +1,9 @@
-"""How chapter 10 prints the sweep: number formats, the per-cell results table, the
-loss-curve figure and the tables of paired comparisons. Display only: every number
-comes from :mod:`attnscale.training.stats` and :mod:`attnscale.training.analysis`.
-Matplotlib is imported only when a figure is drawn."""
+"""How chapter 10 prints the sweep: number formats (for tables, and for prose: p-values and
+small numbers as ``8.7 × 10⁻⁷``), the per-cell results table, the loss-curve figure, the
+ranking figure (steps to the target and final loss, the quantities the chapter ranks scales
+by) and the tables of paired comparisons. Display only: every number comes from
+:mod:`attnscale.training.stats` and :mod:`attnscale.training.analysis`. Matplotlib is
+imported only when a figure is drawn."""
 
 from __future__ import annotations
 
@@ -17,7 +19,8 @@ from .analysis import _steps
 from .stats import PairedComparison, best_rates, final_loss_summary
 from .sweep import SWEEP
 
-__all__ = ["COLORS", "p_text", "steps_text", "loss_text", "scale_name", "summary_rows", "results_table", "loss_curves", "speed_table", "loss_table"]
+__all__ = ["COLORS", "p_text", "steps_text", "loss_text", "sci_words", "p_words", "scale_name", "summary_rows", "results_table", "loss_curves",
+           "ranking_figure", "speed_table", "loss_table"]
 
 #: one colour per scale of a cell, in the cell's order
 COLORS = ("tab:blue", "tab:green", "tab:orange", "tab:red", "tab:purple")
@@ -48,6 +51,32 @@ def loss_text(x: float) -> str:
     """A difference in loss: three decimals, or two significant digits below 5e-4."""
     x = v.real_number(x, "x")
     return f"{x:+.3f}" if abs(x) >= 0.0005 or x == 0 else f"{x:+.1e}"
+
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def sci_words(x: float, digits: int = 2) -> str:
+    """A positive number for prose: ``1.4 × 10⁻⁴`` (``digits`` significant digits, Unicode
+    superscripts, so the text needs no maths), or the plain ``digits``-significant form
+    (``0.0059``, ``12``) from 0.001 up to ``10**digits``."""
+    x = v.real_number(x, "x")
+    digits = v.integer_at_least(digits, "digits", 1)
+    if x <= 0:
+        raise ValueError(f"x must be > 0, got {x!r}")
+    if 1e-3 <= x < 10**digits:
+        return f"{x:.{digits}g}"
+    mantissa, exponent = f"{x:.{digits - 1}e}".split("e")
+    return f"{mantissa} × 10{str(int(exponent)).translate(_SUPERSCRIPT)}"
+
+
+def p_words(p: float) -> str:
+    """A p-value for prose: as :func:`p_text` (two significant digits; 1 when it is 1), but
+    below 0.001 written ``8.7 × 10⁻⁷`` rather than ``8.7e-07``."""
+    p = v.real_number(p, "p")
+    if not 0 < p <= 1:
+        raise ValueError(f"p must lie in (0, 1], got {p!r}")
+    return sci_words(p) if p < 0.001 else p_text(p)
 
 
 def scale_name(cell: dict[str, Any], a: int) -> str:
@@ -135,6 +164,52 @@ def loss_curves(cells: dict, opt: str, kind: str, title: str):
             if col == 0:
                 ax.set_ylabel("held-out loss")
     fig.suptitle(title + " (median over 5 seeds; band: min to max)", fontsize=10)
+    return fig
+
+
+def ranking_figure(cells: dict, kind: str):
+    """The two quantities chapter 10 ranks the scales of one kind by, for both optimisers:
+    the steps to the target accuracy (top row) and the final held-out (test) loss (bottom
+    row) of each scale at its best rate, median over seeds, both on log axes, one line per
+    (n, d) cell (colour: n; solid d = 32, dashed d = 64); Adam left, SGD right. A median run
+    that never reached the target is drawn on the dotted line "never", above the last step.
+    One legend, below the panels. Returns the figure."""
+    from ..plotting import figure
+
+    cells = _cells(cells)
+    kind = _kind(kind)
+    fig, axes = figure(ncols=2, nrows=2, width=6.9, height=6.8)
+    never = 1.6 * SWEEP["steps"]
+    shades = ("tab:blue", "tab:orange", "tab:green")
+    handles = []
+    for col, opt in enumerate(("adam", "sgd")):
+        top, bottom = axes[col], axes[2 + col]
+        labels: list[str] = []
+        for i, n in enumerate(SWEEP["ns"]):
+            for d in SWEEP["ds"]:
+                c = _cell(cells, opt, kind, n, d)
+                labels = list(c["labels"])
+                steps = np.median(_steps(c["steps_to_target"], "cell['steps_to_target']"), axis=-1)
+                loss = np.median(np.asarray(c["final_loss"], dtype=float), axis=-1)
+                x = np.arange(len(labels))
+                style = {"color": shades[i % len(shades)], "ls": "-" if d == SWEEP["ds"][0] else "--", "marker": "o", "ms": 4, "lw": 1.3}
+                line, = top.plot(x, np.where(np.isfinite(steps), steps, never), label=f"n = {n}, d = {d}", **style)
+                bottom.plot(x, loss, **style)
+                if col == 0:
+                    handles.append(line)
+        for ax in (top, bottom):
+            ax.set_yscale("log")
+            ax.set_xticks(range(len(labels)), labels)
+            ax.set_xlabel("scale α")
+        top.axhline(never, color="gray", lw=0.8, ls=":")
+        top.text(0.98, never * 1.08, "never", fontsize=8, ha="right", va="bottom", color="0.3", transform=top.get_yaxis_transform())
+        top.set_ylim(top=2.4 * SWEEP["steps"])
+        top.set_title(f"{opt}: steps to {SWEEP['target']:.0%} accuracy", fontsize=9)
+        bottom.set_title(f"{opt}: final test loss", fontsize=9)
+        if col == 0:
+            top.set_ylabel("steps (median over seeds)")
+            bottom.set_ylabel("loss (median over seeds)")
+    fig.legend(handles=handles, fontsize=8, loc="outside lower center", ncol=3, frameon=False)
     return fig
 
 
