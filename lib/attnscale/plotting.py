@@ -154,7 +154,7 @@ def checked_png(fig: Figure) -> bytes:
 def show_figure(fig: Figure) -> None:
     """Display the figure in a notebook as one PNG image (``image/png``, never
     text), after the legibility check of :func:`checked_png`. A chapter's figures are
-    glued instead (:func:`attnscale.page.figure`), so that the page numbers and captions them."""
+    glued instead (``attnscale.page.figure``), so that the page numbers and captions them."""
     from IPython.display import Image, display
 
     display(Image(data=checked_png(fig)))
