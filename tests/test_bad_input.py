@@ -252,7 +252,7 @@ SPECS: dict[str, tuple[dict, dict]] = {
 }
 
 #: display helpers and plain data classes, exercised elsewhere
-EXEMPT = {"checks.start_page", "checks.page_summary", "checks.PageChecks", "page.Text", "recommend.Advice", "training.PairedComparison", "training.StratifiedCorrelation", "recommend.Scale", "recommend.main", "symbolic.GeneralSoftmax", "symbolic.general_softmax", "symbolic.show_math", "plotting.show_figure", "reproducibility.Comparison"}
+EXEMPT = {"checks.start_page", "checks.page_summary", "checks.PageChecks", "page.Text", "page.Shown", "recommend.Advice", "training.PairedComparison", "training.StratifiedCorrelation", "recommend.Scale", "recommend.main", "symbolic.GeneralSoftmax", "symbolic.general_softmax", "symbolic.show_math", "plotting.show_figure", "reproducibility.Comparison"}
 
 
 def _public() -> set[str]:

@@ -165,3 +165,18 @@ def test_figure_refuses_a_bad_key_or_a_non_figure(glued):
     with pytest.raises(TypeError, match=r"^fig must be a matplotlib Figure"):
         page.figure("fig-00-x", "not a figure")
     assert glued == {}
+
+
+def test_a_cell_ending_with_a_glue_call_displays_nothing(monkeypatch):
+    """The returned text is a str, and IPython shows nothing for it as a cell's last value."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from attnscale import page
+
+    monkeypatch.setattr(page, "_glue", lambda key, value: None)
+    shown = page.number("k", 2.1, ".2f")
+    assert shown == "2.10" and isinstance(shown, str)
+    shell = InteractiveShell.instance()
+    result = shell.display_formatter.format(shown)
+    assert result == ({}, {})
+    InteractiveShell.clear_instance()

@@ -15,7 +15,7 @@ from typing import Any
 
 from . import _validate as v
 
-__all__ = ["Text", "number", "text", "figure"]
+__all__ = ["Text", "Shown", "number", "text", "figure"]
 
 _KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 
@@ -33,6 +33,14 @@ class Text:
         return repr(self.shown)
 
 
+class Shown(str):
+    """The text a glue call returns: an ordinary string, which a notebook does not display
+    when a cell ends with the call (the page shows it where the prose pastes it)."""
+
+    def _ipython_display_(self) -> None:
+        return None
+
+
 def _key(key: object) -> str:
     name = v.text(key, "key")
     if not _KEY.fullmatch(name):
@@ -47,16 +55,18 @@ def _glue(key: str, value: Any) -> None:
 
 
 def text(key: str, shown: str) -> str:
-    """Glue the string ``shown`` under ``key`` for ``{glue:text}`key```; returns it."""
+    """Glue the string ``shown`` under ``key`` for ``{glue:text}`key```; returns it (as
+    :class:`Shown`, which a cell ending with the call does not display)."""
     name = _key(key)
     words = v.text(shown, "shown")
     _glue(name, Text(words))
-    return words
+    return Shown(words)
 
 
 def number(key: str, value: float, spec: str = ".3g") -> str:
     """Glue ``format(value, spec)`` under ``key`` (a finite real number; ``spec`` a format
-    specification such as ``".2f"``, ``".3g"``, ``".1%"`` or ``",d"``); returns the text."""
+    specification such as ``".2f"``, ``".3g"``, ``".1%"`` or ``",d"``); returns the text (as
+    :class:`Shown`, which a cell ending with the call does not display)."""
     name = _key(key)
     x = v.real_number(value, "value")
     form = v.text(spec, "spec")
@@ -65,7 +75,7 @@ def number(key: str, value: float, spec: str = ".3g") -> str:
     except (ValueError, TypeError) as err:
         raise ValueError(f"spec {form!r} is not a format for the number {x!r}: {err}") from None
     _glue(name, Text(shown))
-    return shown
+    return Shown(shown)
 
 
 def figure(key: str, fig: Any) -> None:
