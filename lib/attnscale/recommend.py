@@ -175,21 +175,23 @@ def advice(n: float, d: int, scores: str = "dot") -> list[Advice]:
         start = float(alpha_star_cosine(length, dim))
         cosine = Advice(
             "cosine (QK-norm) attention", start,
-            f"a learned scale started at alpha*_cos(n, d) = {start:.3g}, not sqrt(d) = {math.sqrt(dim):.3g}",
-            "with cosine scores the scale bounds every logit: sqrt(d) leaves a loss floor; in the one-layer "
-            "experiment alpha*_cos was fast and reached the lowest loss of the fixed scales, and a learned scale "
-            "moved above it and removed the floor",
+            f"learn the scale, never fixed at sqrt(d) = {math.sqrt(dim):.3g}; the book's start is "
+            f"alpha*_cos(n, d) = {start:.3g}",
+            "with cosine scores the scale bounds every logit, so a fixed sqrt(d) leaves a loss floor; in the "
+            "one-layer experiment a learned scale ended above alpha*_cos from every start tried, and alpha*_cos "
+            "was the best fixed value tried",
             "sec-training-learned")
         lines = [cosine, dot] if kind == "cosine" else [dot, cosine]
     lines.append(Advice(
         "rows longer than in training", math.nan,
         "keep the training scale",
-        "it keeps the gradient and entropy / log n; rules that raise the scale keep a high-scoring key's weight, "
-        "and in the one-layer experiment every such rule raised the loss; undecided for deep models",
+        "it keeps the gradient and entropy / log n; in the one-layer experiment, raising the scale at test time "
+        "raised the weight on the right key but also the loss of a model trained at a fixed scale; undecided "
+        "for deep models",
         "sec-rules-exact"))
     lines.append(Advice(
-        "queries aligned with keys (width scaling)", math.nan,
-        "1/d instead of 1/sqrt(d) when comparing widths",
+        "comparing widths (muP), queries aligned with keys", math.nan,
+        "q.k / d, that is alpha = 1/sqrt(d)",
         "an aligned key's lead grows like d, and only 1/d keeps it bounded; derived for one aligned key, "
         "not tested in training",
         "sec-aligned-key"))
