@@ -72,3 +72,16 @@ def test_ids_and_labels_are_escaped():
     page = register_page([rec])
     assert "<script>alert" not in page and 'onmouseover="' not in page
     assert "&lt;script&gt;" in page and "&quot; onmouseover=&quot;" in page
+
+
+@pytest.mark.parametrize("verdict, cls", [("holds", "claims-verdict-holds"), ("approximate", "claims-verdict-approximate"),
+                                          ("wrong", "claims-verdict-wrong"), ("not checkable", "claims-verdict-not-checkable")])
+def test_the_verdict_word_is_coloured_by_the_site_css_in_each_theme(verdict, cls):
+    """No colour is written into the page (one colour cannot read well on both themes'
+    backgrounds); the verdict cell carries a class that _static/attnscale.css colours per theme."""
+    page = register_page([_record(verdict=verdict)])
+    assert f'<td class="claims-verdict {cls}">{verdict}</td>' in page
+    assert "style=" not in page.split("</script>", 1)[1]
+    css = (ROOT / "_static" / "attnscale.css").read_text(encoding="utf-8")
+    for theme in ("light", "dark"):
+        assert re.search(rf'html\[data-theme="{theme}"\] \.{cls} \{{ color: #[0-9a-f]{{6}}; \}}', css), (theme, cls)

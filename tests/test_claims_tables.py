@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from attnscale.claims import chapter_table, load_register
-from attnscale.claims._tables import VERDICT_WORDS
+from attnscale.claims._tables import REASON_LIMIT, SOURCE_NAMES, VERDICT_WORDS, short_reason, shown_length
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = load_register(ROOT / "chapters" / "claims.yml")
@@ -81,6 +81,71 @@ def test_the_table_has_one_row_per_record_with_its_verdict(doc):
         verdict_cell = cells_[2].strip()
         assert verdict_cell.startswith(f"**{VERDICT_WORDS[rec['verdict']]}**"), rec["id"]
         assert len(BOLD_VERDICT.findall(verdict_cell)) == 1, f"{rec['id']}: more than one verdict word"
+
+
+def cells_of(line: str) -> list[str]:
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_a_row_names_the_source_and_leaves_its_wording_and_the_record_id_to_the_register(doc):
+    """The Source cell is the note's short name alone; no cell shows a record id or the place in the source."""
+    ids = {r["id"] for r in RECORDS}
+    for rec, line in zip([r for r in RECORDS if r["where"]["doc"] == doc], rows(chapter_table(doc))):
+        source, claim, verdict = cells_of(line)
+        assert source == SOURCE_NAMES[rec["source"]["file"]], rec["id"]
+        assert rec["source"]["place"] not in line, rec["id"]
+        shown_ids = {i for i in ids if re.search(rf"(?<![\w-]){re.escape(i)}(?![\w-])", claim + " " + verdict)}
+        assert not shown_ids, f"{rec['id']}: the row shows the record id(s) {shown_ids}"
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_every_reason_is_one_short_sentence(doc):
+    """The reason after the verdict word is one sentence, about one line long: a record whose first
+    sentence cannot be cut that short needs a short chapter_verdict."""
+    for rec, line in zip([r for r in RECORDS if r["where"]["doc"] == doc], rows(chapter_table(doc))):
+        reason = cells_of(line)[2].split("**", 2)[2].lstrip(":, ")
+        assert shown_length(reason) <= 1.25 * REASON_LIMIT, f"{rec['id']}: a reason of {shown_length(reason)} characters: {reason}"
+        outside_maths = re.sub(r"\$[^$]*\$", "x", reason)
+        assert not re.search(r"[a-z)]\. [A-Z]", outside_maths), f"{rec['id']}: more than one sentence: {reason}"
+
+
+IDS = ["rec-a", "rec-b"]
+
+
+@pytest.mark.parametrize("text, reason", [
+    # the first sentence, without its full stop; abbreviations, decimals and maths do not end it
+    ("It holds. The rest is detail.", "It holds"),
+    ("as eq. (3) and Hua et al. (2022) say, 0.5 is right.", "as eq. (3) and Hua et al. (2022) say, 0.5 is right"),
+    ("at $x = 1. 5$ it holds. More.", "at $x = 1. 5$ it holds"),
+    # record ids go: an aside keeps its chapter, or goes whole; elsewhere a phrase replaces the id
+    ("true row by row (chapter 7, record rec-a).", "true row by row (chapter 7)"),
+    ("the same fit (record rec-b and its siblings); fine", "the same fit; fine"),
+    ("its symmetry is the separate record rec-a.", "its symmetry is a separate record of the register"),
+    # an aside in parentheses is detail: it stays in a short reason and goes from a longer one
+    ("simulated at $d = 256$ (20000 pairs)", "simulated at $d = 256$ (20000 pairs)"),
+    ("the simulated mean of the product is 0.0055 at $d = 64$ (20000 pairs; its standard error is 0.007)",
+     "the simulated mean of the product is 0.0055 at $d = 64$"),
+    # too long: the last aside without a link goes first, then the clause after the last break that fits
+    ("the mean is 0.0055 at $d = 64$ (20000 pairs; standard error 0.007, so 0.03 is four standard errors) "
+     "and well inside the bound the tutorial gives for it", "the mean is 0.0055 at $d = 64$ and well inside the bound the tutorial gives for it"),
+    ("the two factors match the differences of the softmax itself within the tolerance; the eigenvalues "
+     "solve the secular equation instead, which interlaces with the sorted probabilities",
+     "the two factors match the differences of the softmax itself within the tolerance"),
+    ("(where it is used): exactly, the sum is 0.43 of the estimate at the optimum for the normal law of the scores, "
+     "and the two agree only up to 1.38 ([the exact expectation](#sec-gauss-exact))",
+     "(where it is used): exactly, the sum is 0.43 of the estimate at the optimum for the normal law of the scores"),
+    # a bare reference in brackets is not an aside; a sentence that cannot be cut stays whole
+    ("eq. (8) is right but " + "very " * 30 + "long", "eq. (8) is right but " + "very " * 29 + "very long"),
+    (", for every $n$ (derived above)", ", for every $n$ (derived above)"),
+])
+def test_short_reason(text, reason):
+    assert short_reason(text, IDS) == reason
+
+
+def test_shown_length_counts_a_link_by_its_text_and_a_formula_by_half_its_source():
+    assert shown_length("ab [the form](#eq-x) $abcdef$") == len("ab the form ") + 3
+    assert shown_length("[](#eq-x)") == len("the equation")
 
 
 def stored_markdown(doc: str) -> str | None:

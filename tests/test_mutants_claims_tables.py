@@ -3,10 +3,10 @@ mutation run over attnscale.claims._tables.
 
 What they pin, each against a row or a message written out by hand here (never against chapter_table itself):
 
-- the Verdict cell: the record's verdict word in bold, then its note joined by the rule the chapters show
-  (a note opening with a comma or a semicolon follows the word directly, one opening with a parenthesis after a
-  space, any other after a colon); the word alone when there is no note;
-- the Source cell of a record from a note without a short name: the note's file name, then the place;
+- the Verdict cell: the record's verdict word in bold, then the one-line reason from its note joined by the rule
+  the chapters show (a reason opening with a comma or a semicolon follows the word directly, one opening with a
+  parenthesis after a space, any other after a colon); the word alone when there is no note;
+- the Source cell: the note's short name alone (never the place in it), or the file name of a note without one;
 - a ``chapter_claim``, ``chapter_verdict`` or ``note`` that is empty, not text, prints a bold verdict word or uses
   a MyST role is refused with a message naming the record and the field;
 - the messages for bad ``records``: the wrong type's name, the record lacking fields and the fields it lacks,
@@ -45,17 +45,19 @@ def _only_row(rec: dict) -> str:
     ({"note": ", for every $n$"}, "**holds**, for every $n$"),
     ({"note": "; the fit is rough"}, "**holds**; the fit is rough"),
     ({"note": "(arithmetic)"}, "**holds** (arithmetic)"),
+    ({"note": "checked at $n = 8$. The rest is detail."}, "**holds**: checked at $n = 8$"),
+    ({"note": "checked by quadrature (record t-1)."}, "**holds**: checked by quadrature"),
     ({"verdict": "approximate", "why": "Only to 2%"}, "**holds approximately**: Only to 2%"),
     ({"verdict": "not checkable", "note": "", "why": "no data"}, "**not checkable here**: no data"),
     ({"verdict": "wrong", "note": "ignored", "chapter_verdict": "X is 3, not 2"}, "**wrong**: X is 3, not 2"),
 ])
 def test_the_verdict_cell_joins_the_word_and_the_note(over, verdict_cell):
-    assert _only_row(_record(**over)) == f"| Su (2023), main text, eq. (2) | a \\< b | {verdict_cell} |"
+    assert _only_row(_record(**over)) == f"| Su (2023) | a \\< b | {verdict_cell} |"
 
 
 def test_a_note_without_a_short_name_shows_its_file_name():
     rec = _record(source={"file": "005_new_note.txt", "place": "section 4"})
-    assert _only_row(rec) == "| 005_new_note.txt, section 4 | a \\< b | **holds** |"
+    assert _only_row(rec) == "| 005_new_note.txt | a \\< b | **holds** |"
 
 
 BAD_TEXT = [

@@ -167,3 +167,109 @@ def settled_layout(page) -> dict:
     viewport, say): waits two animation frames for the reflow, then measures."""
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
     return page.evaluate(LAYOUT)
+
+
+# Text contrast, as WCAG defines it: (L1 + 0.05) / (L2 + 0.05) for the relative luminances of
+# the text's colour and of what is behind it. "Behind it" is the first opaque background up the
+# element's ancestors, with any translucent backgrounds on the way composited over it (and the
+# white canvas last); the text's colour is weakened by the opacity of the element and its
+# ancestors. Every text node that is rendered (checkVisibility with opacity and visibility, a box
+# of at least 2 by 2 CSS pixels) is judged by its parent element's colour, and so is every
+# formula typeset by MathJax (whose glyphs are drawn with CSS, not text nodes) and every select
+# menu. Not judged: text inside images and inline SVG (the figures' text has its own test),
+# screen-reader-only text (.visually-hidden, .sr-only), the options of a closed select menu, and
+# background images or gradients (none carries text on this site). The caller decides what is
+# shown: :func:`contrast_problems` first opens every <details> block (collapsed code and the
+# block of checks), so their text is judged as a reader who opens them sees it.
+CONTRAST = r"""(minimum) => {
+  const parse = (css) => {
+    let m = css.match(/^rgba?\(([^)]+)\)/);
+    if (m) {
+      const p = m[1].split(/[\s,\/]+/).filter(Boolean).map(Number);
+      return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1];
+    }
+    m = css.match(/^color\(srgb ([^)]+)\)/);
+    if (m) {
+      const p = m[1].split(/[\s\/]+/).filter(Boolean).map(Number);
+      return [p[0] * 255, p[1] * 255, p[2] * 255, p.length > 3 ? p[3] : 1];
+    }
+    return null;
+  };
+  const over = (top, bottom) => [0, 1, 2].map(i => top[i] * top[3] + bottom[i] * (1 - top[3])).concat([1]);
+  const luminance = (c) => {
+    const l = c.slice(0, 3).map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); });
+    return 0.2126 * l[0] + 0.7152 * l[1] + 0.0722 * l[2];
+  };
+  const styles = new Map(), backs = new Map(), opacities = new Map();
+  const style = (el) => { if (!styles.has(el)) styles.set(el, getComputedStyle(el)); return styles.get(el); };
+  const behind = (el) => {  // the opaque colour behind el's text
+    if (!el) return [255, 255, 255, 1];
+    if (!backs.has(el)) {
+      const c = parse(style(el).backgroundColor);
+      backs.set(el, c && c[3] >= 1 ? c : c && c[3] > 0 ? over(c, behind(el.parentElement)) : behind(el.parentElement));
+    }
+    return backs.get(el);
+  };
+  const opacity = (el) => {
+    if (!el) return 1;
+    if (!opacities.has(el)) opacities.set(el, parseFloat(style(el).opacity) * opacity(el.parentElement));
+    return opacities.get(el);
+  };
+  const rgb = (c) => `rgb(${c.slice(0, 3).map(Math.round).join(', ')})`;
+  const judge = (el, text) => {
+    const fg = parse(style(el).color), bg = behind(el);
+    if (!fg) return null;
+    const ink = over([fg[0], fg[1], fg[2], fg[3] * opacity(el)], bg);
+    const [dark, light] = [luminance(ink), luminance(bg)].sort((a, b) => a - b);
+    const ratio = (light + 0.05) / (dark + 0.05);
+    return {ratio: Math.round(ratio * 100) / 100, text: text.trim().replace(/\s+/g, ' ').slice(0, 60),
+            element: el.tagName.toLowerCase() + (typeof el.className === 'string' && el.className ? '.' + el.className.trim().split(/\s+/).join('.') : ''),
+            color: rgb(ink), background: rgb(bg)};
+  };
+  const SKIP = 'script, style, noscript, template, svg, option, mjx-container, .visually-hidden, .sr-only';
+  const shown = (el) => el.checkVisibility({opacityProperty: true, visibilityProperty: true});
+  const judged = new Set(), low = [];
+  let count = 0;
+  const keep = (found) => { if (!found) return; count += 1; if (found.ratio < minimum) low.push(found); };
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let t = walker.nextNode(); t; t = walker.nextNode()) {
+    const el = t.parentElement;
+    if (!el || judged.has(el) || !t.textContent.trim() || el.closest(SKIP) || !shown(el)) continue;
+    const range = document.createRange();
+    range.selectNodeContents(t);
+    const box = range.getBoundingClientRect();
+    if (box.width < 2 || box.height < 2) continue;
+    judged.add(el);
+    keep(judge(el, t.textContent));
+  }
+  document.querySelectorAll('mjx-container, select').forEach((el) => {
+    if (!shown(el) || el.closest('svg')) return;
+    keep(judge(el, el.tagName === 'SELECT' ? (el.selectedOptions[0] || {}).textContent || '' : el.getAttribute('aria-label') || el.textContent));
+  });
+  return {count: count, low: low};
+}"""
+
+#: the least contrast a text may have (WCAG 2 AA for normal text)
+MIN_CONTRAST = 4.5
+
+#: transitions and animations off, so colours and opacities are measured at rest
+_AT_REST = "*, *::before, *::after { transition: none !important; animation: none !important; }"
+
+
+def contrast_problems(page, themes=("light", "dark"), minimum: float = MIN_CONTRAST) -> dict:
+    """For each theme (the page's ``data-theme`` set to it), how many texts were judged and
+    those below ``minimum`` (see CONTRAST), with every ``<details>`` block opened. The page's
+    theme and its open blocks are put back afterwards."""
+    at_rest = page.add_style_tag(content=_AT_REST)
+    own = page.evaluate("() => document.documentElement.dataset.theme ?? null")
+    page.evaluate("() => document.querySelectorAll('details:not([open])').forEach(d => { d.dataset.contrastOpened = '1'; d.open = true; })")
+    found = {}
+    try:
+        for theme in themes:
+            page.evaluate("(t) => { document.documentElement.dataset.theme = t; }", theme)
+            found[theme] = page.evaluate(CONTRAST, minimum)
+    finally:
+        page.evaluate("(t) => { if (t === null) delete document.documentElement.dataset.theme; else document.documentElement.dataset.theme = t; }", own)
+        page.evaluate("() => document.querySelectorAll('details[data-contrast-opened]').forEach(d => { d.open = false; delete d.dataset.contrastOpened; })")
+        at_rest.evaluate("(e) => e.remove()")
+    return found

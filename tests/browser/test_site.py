@@ -1,9 +1,11 @@
 """The built site as a reader sees it: every page of the table of contents in
 headless Chromium (Debian's ``chromium`` through Playwright), served locally.
 
-Run after the site is built (``make test`` does: this is its last stage).
-Without Chromium the test is skipped with instructions, except under
-``CI=true``, where it must run.
+Run after the site is built (``make test`` does: this is its last stage). It
+reads ``_build/html``, or the site named by ``ATTNSCALE_SITE`` (the ``html``
+folder of a build made elsewhere: ``--path-output /tmp/me`` gives
+``/tmp/me/_build/html``). Without Chromium the test is skipped with
+instructions, except under ``CI=true``, where it must run.
 """
 
 from __future__ import annotations
@@ -14,11 +16,23 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sitecheck import CHROMIUM_ARGS, broken_links, chromium_path, layout_problems, load_typeset, page_url, serve, settled_layout, visit
+from sitecheck import (
+    CHROMIUM_ARGS,
+    MIN_CONTRAST,
+    broken_links,
+    chromium_path,
+    contrast_problems,
+    layout_problems,
+    load_typeset,
+    page_url,
+    serve,
+    settled_layout,
+    visit,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
-SITE = ROOT / "_build" / "html"
-SHOTS = ROOT / "_build" / "screenshots"
+SITE = Path(os.environ["ATTNSCALE_SITE"]) if os.environ.get("ATTNSCALE_SITE") else ROOT / "_build" / "html"
+SHOTS = SITE.parent / "screenshots"
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 
@@ -70,14 +84,15 @@ def _all_pages() -> list[Path]:
 
 WIDTHS = (1280, 390)  # a desktop's and a phone's
 
-# What the per-page tests measure on a loaded page: every output figure's source,
+# What the per-page tests measure on a loaded page: every figure's source (a cell's
+# output or a numbered figure glued from one),
 # shown width and natural width (FIGURES), and the styles the theme test judges
 # (DARK_STYLE). They are read by the survey below, which takes them all in one visit.
-FIGURES = """() => [...document.querySelectorAll('.cell_output img')].map(
+FIGURES = """() => [...document.querySelectorAll('.cell_output img, .bd-article figure img')].map(
   (i) => [new URL(i.getAttribute('src'), document.baseURI).pathname, i.getBoundingClientRect().width, i.naturalWidth])"""
 
 DARK_STYLE = """() => {
-  const img = document.querySelector('.cell_output img');
+  const img = document.querySelector('.bd-article figure img, .cell_output img');
   const code = document.querySelector('table code');
   const style = (el) => el ? getComputedStyle(el) : null;
   const s = style(img), c = style(code);
@@ -114,7 +129,10 @@ def survey_page(browser, url: str, themes: bool = False) -> dict:
       measured below is counted too;
     - per width, ``layout`` (:func:`sitecheck.settled_layout`), ``figures``
       (FIGURES, read after ``visit`` has waited for every image) and, if
-      ``themes``, ``styles`` (:func:`styles_in_each_theme`).
+      ``themes``, ``styles`` (:func:`styles_in_each_theme`);
+    - ``contrast``: per theme, the texts judged and those below MIN_CONTRAST
+      (:func:`sitecheck.contrast_problems`), at the desktop's width only: the
+      phone's layout hides the sidebars but colours no text differently.
     """
     page = browser.new_page(viewport={"width": WIDTHS[0], "height": 844})
     try:
@@ -125,6 +143,8 @@ def survey_page(browser, url: str, themes: bool = False) -> dict:
             found["figures"][width] = page.evaluate(FIGURES)
             if themes:
                 found["styles"][width] = styles_in_each_theme(page)
+            if width == WIDTHS[0]:
+                found["contrast"] = contrast_problems(page, THEMES)
     finally:
         page.close()
     return found
@@ -158,6 +178,22 @@ def test_page_reads_cleanly_at_both_widths(survey, page_file):
     assert problems == {"console": [], "requests": [], "math": [], "images": []}, problems
     bad = {width: found for width, found in layout.items() if found["sideways"] > 1 or found["overflowing"]}
     assert not bad, bad
+
+
+@pytest.mark.parametrize("page_file", _all_pages(), ids=lambda p: p.stem)
+def test_every_text_has_enough_contrast_in_both_themes(survey, page_file):
+    """In the light and the dark theme, every text a reader sees on the page (collapsed
+    blocks opened; maths included, text inside images not) has a contrast of at least
+    MIN_CONTRAST (WCAG AA, 4.5:1) against its effective background, measured in the shared
+    survey (see :data:`sitecheck.CONTRAST` for what is judged and how)."""
+    assert page_file.is_file(), f"{page_file.name} was not built"
+    contrast = survey(page_file)["contrast"]
+    for theme in THEMES:
+        assert contrast[theme]["count"] > 10, (theme, contrast[theme])  # the page's text was read
+    low = {theme: contrast[theme]["low"] for theme in THEMES if contrast[theme]["low"]}
+    summary = {theme: f"{len(found)} texts below {MIN_CONTRAST}:1, e.g. " + "; ".join(
+        f"{f['ratio']}:1 {f['element']} {f['text']!r} ({f['color']} on {f['background']})" for f in found[:5]) for theme, found in low.items()}
+    assert not low, summary
 
 
 def test_internal_links_and_anchors_resolve():
@@ -287,6 +323,50 @@ BROKEN_PAGE = """<!doctype html><html><head><title>broken</title></head><body>
 <a href="nowhere.html">a dead link</a> <a href="#no-such-anchor">a dead anchor</a>
 <script>console.error("boom")</script>
 </body></html>"""
+
+
+FAINT_PAGE = """<!doctype html><html><head><title>faint</title><style>
+html[data-theme="light"] body { background: #ffffff; color: #222832; }
+html[data-theme="dark"] body { background: #121212; color: #ced6dd; }
+.faint { color: #b0b0b0; }
+html[data-theme="dark"] .card { background: #ced6dd; }
+.veil { background: rgba(0, 0, 0, 0.6); }
+.ghost { opacity: 0.2; }
+</style></head><body>
+<p>Readable in both themes.</p>
+<p class="faint">Faint on white.</p>
+<div class="card"><h3>A heading on a light card</h3></div>
+<div class="veil"><span style="color: #444">Dark on a dark veil</span></div>
+<p class="ghost">Nearly transparent.</p>
+<details><summary>Open me</summary><p style="color: #f0f0f0">Pale, behind a fold.</p></details>
+<p style="display: none; color: #ffffff">Never shown.</p>
+<span class="visually-hidden" style="color: #ffffff">For screen readers.</span>
+</body></html>"""
+
+
+def test_the_contrast_check_catches_faint_text(browser, tmp_path):
+    """The contrast measure, directly and through survey_page (what the page test reads),
+    flags faint text, text that only one theme hides, text on a translucent background,
+    text faded by opacity and text in a closed <details> block, and nothing that is not
+    shown or is readable."""
+    (tmp_path / "faint.html").write_text(FAINT_PAGE)
+    with serve(tmp_path) as url:
+        page = browser.new_page()
+        try:
+            page.goto(url + "faint.html", wait_until="load")
+            direct = contrast_problems(page)
+            assert page.evaluate("() => document.querySelector('details').open") is False  # put back as it was
+        finally:
+            page.close()
+        surveyed = survey_page(browser, url + "faint.html")["contrast"]
+    for found in (direct, surveyed):
+        low = {theme: {f["text"] for f in found[theme]["low"]} for theme in THEMES}
+        assert low["light"] == {"Faint on white.", "Dark on a dark veil", "Nearly transparent.", "Pale, behind a fold."}, found
+        assert low["dark"] == {"A heading on a light card", "Dark on a dark veil", "Nearly transparent."}, found
+        assert all(found[theme]["count"] == 7 for theme in THEMES), found  # every shown text, the fold's summary and content too
+        heading = next(f for f in found["dark"]["low"] if f["text"] == "A heading on a light card")
+        assert heading["element"] == "h3" and heading["color"] == "rgb(206, 214, 221)" and heading["background"] == "rgb(206, 214, 221)"
+        assert heading["ratio"] == 1.0
 
 
 def test_the_checks_catch_a_broken_page(browser, tmp_path):

@@ -26,8 +26,9 @@ SOURCE_TITLES = {
     "003_482530c1c121b366.txt": "Su (2022), 'Attention goes better with softmax', with its appended notes",
     "004_58230cdbbd352fd2.txt": "A short note: why attention needs scaling",
 }
-#: verdict -> the colour of its word on the page (readable on light and dark backgrounds)
-VERDICT_COLOURS = {"holds": "#1a7f37", "approximate": "#9a6700", "wrong": "#cf222e", "not checkable": "#57606a"}
+#: verdict -> the class of its word on the page, which _static/attnscale.css colours in each theme
+VERDICT_CLASSES = {"holds": "claims-verdict-holds", "approximate": "claims-verdict-approximate", "wrong": "claims-verdict-wrong",
+                   "not checkable": "claims-verdict-not-checkable"}
 
 
 def _menu_label(title: str) -> str:
@@ -125,7 +126,7 @@ def _row(r: dict) -> str:
     rid = html.escape(str(r["id"]))
     return (f'<tr id="claim-{rid}" data-note="{r["source"]["file"]}" data-verdict="{r["verdict"]}"><td><code>{rid}</code></td>'
             f'<td>{html.escape(r["source"]["place"])}</td><td>{claim}</td><td>{claimed}</td><td>{show_value(r["value"])}</td>'
-            f'<td style="color:{VERDICT_COLOURS[r["verdict"]]};font-weight:bold">{r["verdict"]}</td><td>{note}</td><td>{link}</td></tr>')
+            f'<td class="claims-verdict {VERDICT_CLASSES[r["verdict"]]}">{r["verdict"]}</td><td>{note}</td><td>{link}</td></tr>')
 
 
 def register_page(rows: list[dict]) -> str:
@@ -139,17 +140,17 @@ def register_page(rows: list[dict]) -> str:
         missing = [f for f in ("id", "source", "statement", "claimed", "value", "verdict", "where") if f not in r]
         if missing:
             raise ValueError(f"rows: record {r.get('id')!r} lacks {missing}")
-        if r["verdict"] not in VERDICT_COLOURS:
-            raise ValueError(f"rows: record {r['id']!r} has the verdict {r['verdict']!r}, not one of {list(VERDICT_COLOURS)}")
+        if r["verdict"] not in VERDICT_CLASSES:
+            raise ValueError(f"rows: record {r['id']!r} has the verdict {r['verdict']!r}, not one of {list(VERDICT_CLASSES)}")
         if r["source"].get("file") not in SOURCE_TITLES:
             raise ValueError(f"rows: record {r['id']!r} cites {r['source'].get('file')!r}, which is not one of the five notes")
     notes = "".join(f'<option value="{s}">{html.escape(_menu_label(t))}: {s[:3]}</option>' for s, t in SOURCE_TITLES.items())
-    parts = [_FILTER.format(notes=notes, verdicts="".join(f'<option value="{v}">{v}</option>' for v in VERDICT_COLOURS))]
+    parts = [_FILTER.format(notes=notes, verdicts="".join(f'<option value="{v}">{v}</option>' for v in VERDICT_CLASSES))]
     for source, title in SOURCE_TITLES.items():
         mine = [r for r in rows if r["source"]["file"] == source]
         tally = Counter(r["verdict"] for r in mine)
         parts.append(f'<section class="claims-source" data-note="{source}">')
-        parts.append(f"<h3>{html.escape(title)}</h3><p><code>{source}</code>: " + ", ".join(f"{tally[v]} {v}" for v in VERDICT_COLOURS if tally[v]) + "</p>")
+        parts.append(f"<h3>{html.escape(title)}</h3><p><code>{source}</code>: " + ", ".join(f"{tally[v]} {v}" for v in VERDICT_CLASSES if tally[v]) + "</p>")
         parts.append('<table class="claims"><thead><tr><th>id</th><th>where in the source</th><th>statement</th><th>claimed</th>'
                      "<th>recomputed</th><th>verdict</th><th>note</th><th>discussed in</th></tr></thead><tbody>")
         parts.extend(_row(r) for r in mine)
