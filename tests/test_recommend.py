@@ -101,7 +101,7 @@ def test_the_introduction_opens_with_the_box_of_the_four_situations():
     text = INTRO.read_text(encoding="utf-8")
     box = text[text.index("(sec-recommendation)="):text.index("## ")]
     for words in ("Dot-product attention: keep $\\alpha = 1$", "Cosine (QK-norm) attention: learn the scale",
-                  "Longer rows than in training: keep the training scale", "Comparing widths (as μP does)"):
+                  "Longer rows than in training: keep the training scale", "Comparing widths (μP)"):
         assert words in box
     prose = re.sub(r"\{[a-z:]+\}`[^`]*`|\$[^$]*\$", "", box)
     assert len(prose.split()) <= 200

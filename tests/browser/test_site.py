@@ -213,6 +213,28 @@ def test_search_finds_lambert(browser, base_url):
     assert hits > 0
 
 
+def test_the_introduction_shows_the_recommendation_on_its_first_screen(browser, base_url):
+    """At 1280 x 800 the introduction's "What to use" box shows all its text (its four
+    situations and its scope) on the first screen; a screenshot is saved for a person to look at."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    try:
+        visit(page, page_url(base_url, SITE, SITE / "intro.html"))  # index.html redirects here
+        box = page.locator(".admonition.recommendation")
+        assert box.count() == 1
+        # every line of advice and the scope under it (the box's padding may run below)
+        bottoms = page.evaluate("""() => [...document.querySelectorAll('.admonition.recommendation li, .admonition.recommendation > p')]
+            .map(e => e.getBoundingClientRect().bottom)""")
+        bounds = box.bounding_box()
+        text = box.inner_text()
+        page.screenshot(path=str(SHOTS / "introduction_first_screen.png"), full_page=False)
+    finally:
+        page.close()
+    assert bounds is not None and bounds["y"] >= 0 and len(bottoms) >= 5 and max(bottoms) <= 800, (bounds, bottoms)
+    for words in ("Dot-product attention", "Cosine (QK-norm) attention", "Longer rows than in training", "Comparing widths"):
+        assert words in text
+
+
 def test_screenshots_for_a_person(browser, base_url):
     """A desktop's and a phone's view of chapter 5, saved for a person to look at.
     The page is loaded once and narrowed for the phone's picture (measured to give
