@@ -97,12 +97,14 @@ lint: $(STAMP)
 # nbval over the chapters took 110 s instead of 75 s. test-portable keeps the
 # default thread count, so both counts are exercised.
 SERIAL_BLAS := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+# glued figures are compared as markers, not bytes (tests/nbval_sanitize.cfg)
+NBVAL_SANITIZE := --nbval-sanitize-with tests/nbval_sanitize.cfg
 
 # make test runs the library tests and the chapters in one pytest session (test-code):
 # each notebook, and each test module, goes whole to one worker (--dist loadfile: a
 # chapter's cells share one kernel, a module's fixtures are built once), the chapters
 # first, as they are the longest units. test-lib and test-notebooks run one half each.
-PYTEST_CODE := $(SERIAL_BLAS) $(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadfile
+PYTEST_CODE := $(SERIAL_BLAS) $(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadfile $(NBVAL_SANITIZE)
 test-code: $(STAMP)
 	$(PYTEST_CODE) --nbval $(CHAPTERS) tests --ignore=tests/browser
 
@@ -136,7 +138,7 @@ test-portable: $(STAMP)
 	for kernel in $(PORTABLE_KERNELS); do \
 	  case $$kernel in Prescott) off="$(call NUMPY_PATHS_OFF)";; Haswell) off="$(call NUMPY_PATHS_OFF,X86_V3)";; *) off="";; esac; \
 	  echo "== OPENBLAS_CORETYPE=$$kernel, NumPy paths off: $${off:-none}"; \
-	  OPENBLAS_CORETYPE=$$kernel NPY_DISABLE_CPU_FEATURES="$$off" $(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --nbval $(CHAPTERS) tests --ignore=tests/browser || exit 1; \
+	  OPENBLAS_CORETYPE=$$kernel NPY_DISABLE_CPU_FEATURES="$$off" $(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile $(NBVAL_SANITIZE) --nbval $(CHAPTERS) tests --ignore=tests/browser || exit 1; \
 	done
 
 # Benchmarks (not part of `make test`): prints a table, writes
