@@ -8,7 +8,7 @@ record's id, the recomputed value and the full note stay in the register
 (chapter 11). A record may carry two optional Markdown fields for the chapter:
 ``chapter_claim`` (shown instead of ``statement``) and ``chapter_verdict`` (the
 reason, instead of ``note`` or ``why``). The reason is the first sentence of that
-text, trimmed to about :data:`REASON_LIMIT` characters by :func:`short_reason`.
+text, trimmed to about ``REASON_LIMIT`` characters by ``short_reason``.
 These fields, and ``note`` and ``why`` themselves, are written with ``$...$``
 maths and plain Markdown links only: the table is a notebook output, where MyST
 roles do not render. The verdict word itself always comes from the record's
@@ -188,7 +188,7 @@ def chapter_table(doc: str, records: list[dict] | None = None) -> str:
     register order, with the columns Source (the note's short name), Claim
     (``chapter_claim``, else ``statement``) and Verdict (the record's verdict in
     bold, then a one-line reason from ``chapter_verdict``, else ``note`` or
-    ``why``: see :func:`short_reason`). Raises ValueError if no record names ``doc``.
+    ``why``: see ``short_reason``). Raises ValueError if no record names ``doc``.
     """
     from . import REGISTER, VERDICTS, load_register
 
