@@ -120,6 +120,7 @@ SPECS: dict[str, tuple[dict, dict]] = {
     "recommend.advice": ({"n": 512, "d": 64}, {"n": LENGTH + [1e16], "d": COUNT, "scores": ["bilinear", None, 3]}),
     "montecarlo.typical_optimum_normal": ({"n": 4, "batches": 2}, {"n": COUNT + [1, 100_001], "batches": COUNT + [1], "seed": [NAN, "s", -1]}),
     "page.number": ({"key": "k", "value": 1.5}, {"key": [None, 3, "", "1x", "a b"], "value": [NAN, "v", None], "spec": [None, 3, "q"]}),
+    "page.scientific": ({"x": 1.5e-5}, {"x": [NAN, "x", None], "digits": [0, -1, "3"]}),
     "page.text": ({"key": "k", "shown": "s"}, {"key": [None, 3, "", "a b"], "shown": [None, 3]}),
     "page.figure": ({"key": "k", "fig": lambda: __import__("attnscale.plotting").plotting.figure()[0]}, {"key": [None, "a b"], "fig": [None, "fig", 3]}),
     "plotting.checked_png": ({"fig": lambda: __import__("attnscale.plotting").plotting.figure()[0]}, {"fig": [None, "fig", 3]}),

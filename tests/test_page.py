@@ -180,3 +180,11 @@ def test_a_cell_ending_with_a_glue_call_displays_nothing(monkeypatch):
     result = shell.display_formatter.format(shown)
     assert result == ({}, {})
     InteractiveShell.clear_instance()
+
+
+def test_scientific_writes_a_power_of_ten_in_superscript_digits():
+    from attnscale.page import scientific
+
+    assert scientific(6.2e-11) == "6×10⁻¹¹" and scientific(0.24, 2) == "0.24" and scientific(12345.0, 2) == "1.2×10⁴"
+    assert scientific(2.0e-4, 2, plain=False, spaced=True) == "2.0 × 10⁻⁴"
+    assert scientific(0.5, 1, plain=False) == "5×10⁻¹"

@@ -15,7 +15,7 @@ from typing import Any
 
 from . import _validate as v
 
-__all__ = ["Text", "Shown", "number", "text", "figure"]
+__all__ = ["Text", "Shown", "number", "text", "scientific", "figure"]
 
 _KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 
@@ -76,6 +76,22 @@ def number(key: str, value: float, spec: str = ".3g") -> str:
         raise ValueError(f"spec {form!r} is not a format for the number {x!r}: {err}") from None
     _glue(name, Text(shown))
     return Shown(shown)
+
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def scientific(x: float, digits: int = 1, *, plain: bool = True, spaced: bool = False) -> str:
+    """``x`` as prose shows it, to ``digits`` significant digits: as a plain number when
+    ``plain`` and ``1e-3 <= |x| < 1e4`` (``0.24``), else with a power of ten in superscript
+    digits, ``9×10⁻⁵`` (``spaced``: ``9 × 10⁻⁵``)."""
+    value = v.real_number(x, "x")
+    places = v.integer_at_least(digits, "digits", 1)
+    if plain and 1e-3 <= abs(value) < 1e4:
+        return f"{value:.{places}g}"
+    mantissa, exponent = f"{value:.{places - 1}e}".split("e")
+    times = " × " if spaced else "×"
+    return f"{mantissa}{times}10{str(int(exponent)).translate(_SUPERSCRIPT)}"
 
 
 def figure(key: str, fig: Any) -> None:
