@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .. import _validate as v
+from ..page import scientific
 from .loop import _optimizer
 from .model import _kind
 from .analysis import _steps
@@ -53,7 +54,6 @@ def loss_text(x: float) -> str:
     return f"{x:+.3f}" if abs(x) >= 0.0005 or x == 0 else f"{x:+.1e}"
 
 
-_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
 def sci_words(x: float, digits: int = 2) -> str:
@@ -66,8 +66,7 @@ def sci_words(x: float, digits: int = 2) -> str:
         raise ValueError(f"x must be > 0, got {x!r}")
     if 1e-3 <= x < 10**digits:
         return f"{x:.{digits}g}"
-    mantissa, exponent = f"{x:.{digits - 1}e}".split("e")
-    return f"{mantissa} × 10{str(int(exponent)).translate(_SUPERSCRIPT)}"
+    return scientific(x, digits, plain=False, spaced=True)
 
 
 def p_words(p: float) -> str:
