@@ -105,40 +105,78 @@ def test_gap_density_refuses_lengths_beyond_the_float_range_naming_n():
 # ---- typical_optimum_normal: the book's one sampled value of the typical-row optimum ----------
 
 
-def test_typical_optimum_normal_is_the_optimum_of_its_own_sample_with_the_batch_spread(monkeypatch):
-    """It is typical_row_optimum of the rows drawn batch by batch from default_rng(seed), and
-    its standard error is the batch optima's standard deviation over sqrt(batches)."""
+def test_typical_optimum_normal_is_the_optimum_of_its_own_sample(monkeypatch):
+    """Its value is typical_row_optimum of the rows drawn batch by batch from default_rng(seed),
+    float for float (the blocks and the sample kept between calls change no digit)."""
     from attnscale import montecarlo as mc
     from attnscale.softmax import jacobian_frobenius
 
     monkeypatch.setattr(mc, "TYPICAL_VALUES", 3_200)  # 100 rows of 32 keys per batch
+    monkeypatch.setattr(mc, "_CHUNK_VALUES", 1_000)  # blocks of 31 rows: the last is short
     rng = np.random.default_rng(11)
     blocks = [rng.standard_normal((100, 32)) for _ in range(3)]
-    each = [mc.typical_row_optimum(b, jacobian_frobenius) for b in blocks]
     value, se = mc.typical_optimum_normal(32, jacobian_frobenius, batches=3, seed=11)
     assert value == mc.typical_row_optimum(np.concatenate(blocks), jacobian_frobenius)
-    assert se == pytest.approx(np.std(each, ddof=1) / np.sqrt(3), rel=1e-12)
+    assert 0 < se < 0.1 * value
     assert (value, se) == mc.typical_optimum_normal(32, jacobian_frobenius, batches=3, seed=11)  # same seed, same number
+    assert mc.typical_optimum_normal(32, jacobian_frobenius, batches=3, seed=12)[0] != value  # another seed, another sample
 
 
 def test_typical_optimum_normal_keeps_at_least_fifty_rows_per_batch(monkeypatch):
     from attnscale import montecarlo as mc
 
-    seen = []
     monkeypatch.setattr(mc, "TYPICAL_VALUES", 10)
-    monkeypatch.setattr(mc, "typical_row_optimum", lambda rows, measure: seen.append(rows.shape) or 1.0)
-    assert mc.typical_optimum_normal(8, batches=2) == (1.0, 0.0)
-    assert seen == [(50, 8), (50, 8), (100, 8)]
+    rng = np.random.default_rng(mc.TYPICAL_SEED)
+    rows = np.concatenate([rng.standard_normal((50, 8)) for _ in range(2)])
+    assert mc.typical_optimum_normal(8, batches=2)[0] == mc.typical_row_optimum(rows)
 
 
-def test_typical_optimum_normal_standard_error_covers_other_seeds(monkeypatch):
-    """The standard error is honest: over independent seeds the values spread about as
-    much as it says (n = 64, a small sample so the test is fast)."""
+def test_sandwich_standard_error_is_exact_for_quadratic_rows():
+    """Rows f_i(x) = -c (x - m_i)^2 / 2: the mean peaks at mean(m), whose standard error is
+    sd(m) / sqrt(N), and central differences of a quadratic are exact, so the sandwich formula
+    must give it to rounding, whatever c."""
+    from attnscale.montecarlo import _sandwich_se
+
+    m = np.random.default_rng(3).normal(0.5, 0.2, 10_000)
+    for c in (0.5, 3.0):
+        se = _sandwich_se(lambda x: -c * (x - m) ** 2 / 2, float(m.mean()))
+        assert se == pytest.approx(m.std(ddof=1) / np.sqrt(m.size), rel=1e-9)
+    with pytest.raises(ValueError, match="not a maximum"):
+        _sandwich_se(lambda x: (x - m) ** 2, float(m.mean()))
+
+
+@pytest.mark.parametrize("n, measure", [(64, "gradient_l1"), (256, "jacobian_max_entry")])
+def test_typical_optimum_normal_standard_error_matches_the_spread_over_seeds_and_batches(monkeypatch, n, measure):
+    """The standard error is honest, judged by two routes that share nothing with it.
+
+    Over 30 independent seeds the values spread as it says: (K - 1) s^2 / SE^2 is chi-square with
+    K - 1 = 29 degrees of freedom, and must lie inside its central 99.9%. On the same samples the
+    old estimator, the spread of the 8 batches' own optima over sqrt(8), pooled over the seeds
+    (30 * 7 = 210 degrees of freedom), must agree with it inside the central
+    99.9% of chi-square/210. The sandwich estimate itself barely moves between seeds (it uses
+    every row, not 8 batches). The largest entry is a maximum over keys, kinked in alpha: the
+    central differences must cope with it. Small samples (312 or 78 rows per batch) keep it fast."""
+    from scipy.stats import chi2
+
     from attnscale import montecarlo as mc
+    from attnscale import softmax as sm
 
+    fn = getattr(sm, measure)
     monkeypatch.setattr(mc, "TYPICAL_VALUES", 20_000)
-    results = np.array([mc.typical_optimum_normal(64, seed=s) for s in range(8)])
-    spread, said = results[:, 0].std(ddof=1), results[:, 1].mean()
-    assert 0.4 < spread / said < 2.5
-    # and the optimum sits near the freezing point sqrt(2 log 64) = 2.88, a few percent above it
-    assert abs(results[:, 0].mean() / np.sqrt(2 * np.log(64)) - 1.03) < 0.03
+    seeds, batches = 30, 8
+    results = np.array([mc.typical_optimum_normal(n, fn, seed=s) for s in range(seeds)])
+    values, se = results[:, 0], results[:, 1]
+    assert se.std() < 0.1 * se.mean()
+    said = np.sqrt(np.mean(se**2))
+    spread = values.std(ddof=1) ** 2 * (seeds - 1) / said**2
+    assert chi2.ppf(0.0005, seeds - 1) < spread < chi2.ppf(0.9995, seeds - 1)
+    batch_var = []
+    for s in range(seeds):
+        rng = np.random.default_rng(s)
+        each = [mc.typical_row_optimum(rng.standard_normal((20_000 // n, n)), fn) for _ in range(batches)]
+        batch_var.append(np.var(each, ddof=1) / batches)
+    dof = seeds * (batches - 1)
+    pooled = np.mean(batch_var) / said**2 * dof
+    assert chi2.ppf(0.0005, dof) < pooled < chi2.ppf(0.9995, dof)
+    if n == 64:  # and the optimum sits near the freezing point sqrt(2 log 64) = 2.88, a few percent above it
+        assert abs(values.mean() / np.sqrt(2 * np.log(64)) - 1.03) < 0.03
