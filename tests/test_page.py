@@ -10,6 +10,7 @@ is then what MyST-NB's ``{glue:text}`` role makes of that bundle's ``text/plain`
 from __future__ import annotations
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 
@@ -188,3 +189,24 @@ def test_scientific_writes_a_power_of_ten_in_superscript_digits():
     assert scientific(6.2e-11) == "6×10⁻¹¹" and scientific(0.24, 2) == "0.24" and scientific(12345.0, 2) == "1.2×10⁴"
     assert scientific(2.0e-4, 2, plain=False, spaced=True) == "2.0 × 10⁻⁴"
     assert scientific(0.5, 1, plain=False) == "5×10⁻¹"
+
+
+def test_mean_sd_shows_the_mean_and_the_sample_standard_deviation():
+    from attnscale.page import mean_sd
+
+    assert mean_sd([3.0, 3.1, 3.2]) == "3.100 ± 0.100"
+    assert mean_sd(np.array([1.0, 2.0]), ".1f") == "1.5 ± 0.7"
+    with pytest.raises(ValueError, match=r"^values "):
+        mean_sd([1.0])
+    with pytest.raises(ValueError, match=r"^values "):
+        mean_sd([1.0, float("nan")])
+
+
+def test_listing_joins_names_as_english():
+    from attnscale.page import listing
+
+    assert listing(["a"]) == "a" and listing(("a", "b")) == "a and b" and listing(iter(["0.25", "2", "8"])) == "0.25, 2 and 8"
+    with pytest.raises(ValueError, match=r"^items "):
+        listing([])
+    with pytest.raises(TypeError, match=r"^items "):
+        listing([1.5])

@@ -15,7 +15,7 @@ from typing import Any
 
 from . import _validate as v
 
-__all__ = ["Text", "Shown", "number", "text", "scientific", "figure"]
+__all__ = ["Text", "Shown", "number", "text", "scientific", "mean_sd", "listing", "figure"]
 
 _KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 
@@ -92,6 +92,25 @@ def scientific(x: float, digits: int = 1, *, plain: bool = True, spaced: bool = 
     mantissa, exponent = f"{value:.{places - 1}e}".split("e")
     times = " × " if spaced else "×"
     return f"{mantissa}{times}10{str(int(exponent)).translate(_SUPERSCRIPT)}"
+
+
+def mean_sd(values: Any, spec: str = ".3f") -> str:
+    """Repeated measurements (e.g. one per seed) as a table shows them, ``mean ± sd`` with
+    the sample standard deviation (``ddof = 1``), both in the format ``spec``: at least two
+    finite values."""
+    x = v.finite(values, "values").ravel()
+    if x.size < 2:
+        raise ValueError(f"values must hold at least two measurements, got {x.size}")
+    form = v.text(spec, "spec")
+    return f"{format(float(x.mean()), form)} ± {format(float(x.std(ddof=1)), form)}"
+
+
+def listing(items: Any) -> str:
+    """Names as an English list: ``a``, ``a and b``, ``a, b and c`` (at least one)."""
+    names = [v.text(x, "items") for x in items] if not isinstance(items, str) else [items]
+    if not names:
+        raise ValueError("items must hold at least one name")
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def figure(key: str, fig: Any) -> None:
