@@ -46,7 +46,9 @@ from scipy.optimize import brentq, minimize_scalar
 from scipy.special import ive, lambertw
 
 from attnscale import training as tr
-from attnscale.montecarlo import collision_and_gradient
+from attnscale import montecarlo as mc
+from attnscale.montecarlo import collision_and_gradient, typical_optimum_normal
+from attnscale.softmax import gradient_l1, softmax
 from attnscale.optimum import alpha_star_cosine, alpha_star_normal
 from attnscale.training.model import _loss_and_grads
 
@@ -257,6 +259,54 @@ def bench_montecarlo() -> dict:
             "speedup": ratio(results["straightforward"]["seconds"], results["library"]["seconds"]), "max_rel_difference": diff}
 
 
+# ---- the typical-row optimum ----------------------------------------------------
+
+
+def batch_route_typical(n: int, measure=gradient_l1, batches: int = 8, seed: int = mc.TYPICAL_SEED) -> tuple[float, float]:
+    """The typical-row optimum as the library computed it before (to 2026-11-28): the
+    softmax of the whole sample (validated, in one pass) at every scale of a bounded
+    search over log alpha, once for all the rows and once for each of the ``batches``
+    batches, whose optima's spread over sqrt(batches) was the standard error."""
+    rng = np.random.default_rng(seed)
+    rows = max(50, mc.TYPICAL_VALUES // n)
+    sample = [rng.standard_normal((rows, n)) for _ in range(batches)]
+
+    def optimum(block: np.ndarray) -> float:
+        def objective(log_alpha: float) -> float:
+            a = float(np.exp(log_alpha))
+            return -float(np.mean(np.log(measure(softmax(block, a), a))))
+
+        found = minimize_scalar(objective, bounds=(np.log(0.3), np.log(60.0)), method="bounded", options={"xatol": 1e-4})
+        return float(np.exp(found.x))
+
+    each = np.array([optimum(block) for block in sample])
+    return optimum(np.concatenate(sample)), float(np.std(each, ddof=1) / np.sqrt(batches))
+
+
+def bench_typical() -> dict:
+    """One call of ``typical_optimum_normal`` (n = 256, the L1 measure, the book's sample of
+    eight batches of 500,000 values), the unit of chapter 4's cost (21 calls), against the
+    batch route it replaced; "library" draws the sample, as a chapter's first call at an n does, and
+    "library_sample_kept" reuses it, as the calls for further measures at that n do. The value must be the same float; the standard errors differ
+    (the batch one has 7 degrees of freedom), and their ratio is recorded."""
+    n = 256
+
+    def drawn() -> tuple[float, float]:
+        mc._sample_cache.clear()  # as at a chapter's first call at this n: the sample is drawn
+        return typical_optimum_normal(n)
+
+    sides = {"library": drawn, "library_sample_kept": lambda: typical_optimum_normal(n), "batch_route": lambda: batch_route_typical(n)}
+    out: dict = {"n": n, "values_per_call": 8 * mc.TYPICAL_VALUES, "sides": {}}
+    for name, fn in sides.items():
+        m = measure(fn)
+        out["sides"][name] = {"seconds": {k: m[k] for k in ("median", "q1", "q3", "iqr", "repeats")}}
+    (value, se), (old_value, old_se) = typical_optimum_normal(n), batch_route_typical(n)
+    out["same_value"] = value == old_value
+    out["value"], out["se_library"], out["se_batch_route"] = value, se, old_se
+    out["speedup"] = ratio(out["sides"]["batch_route"]["seconds"], out["sides"]["library"]["seconds"])
+    return out
+
+
 # ---- the training step --------------------------------------------------------
 
 
@@ -448,7 +498,7 @@ def machine() -> dict:
     }
 
 
-PARTS = {"alpha_star_normal": bench_normal, "alpha_star_cosine": bench_cosine, "montecarlo": bench_montecarlo, "training": bench_training}
+PARTS = {"alpha_star_normal": bench_normal, "alpha_star_cosine": bench_cosine, "montecarlo": bench_montecarlo, "typical_optimum": bench_typical, "training": bench_training}
 
 
 def report(results: dict) -> None:
@@ -472,6 +522,12 @@ def report(results: dict) -> None:
     for name in ("library", "straightforward"):
         print(f"Monte Carlo n = 4096, {name}: {q(m[name]['seconds'], ' s')}, {m[name]['peak_mb']:.0f} MB peak")
     print(f"Monte Carlo: library faster by {x(m['speedup'])}")
+    t = results.get("typical_optimum")
+    if t:
+        for name, side in t["sides"].items():
+            print(f"typical_optimum_normal n = {t['n']}, {name:11s}: {q(side['seconds'], ' s')} per call")
+        print(f"typical_optimum_normal: library faster by {x(t['speedup'])}; same value: {t['same_value']}; "
+              f"standard error {t['se_library']:.4f} (sandwich) vs {t['se_batch_route']:.4f} (batches)")
     for kind, r in results["training"].items():
         for name, side in r["sides"].items():
             extra = f"; library faster by {x(r['speedup'][name])}" if name in r["speedup"] else ""
@@ -499,12 +555,19 @@ def main(argv: list[str] | None = None) -> int:
     stored = ROOT / "bench" / "results.json"
     previous = json.loads(stored.read_text()) if stored.is_file() else {}
     results = {"machine": machine()}
+    if args.only and "machine" in previous:
+        # the parts kept were measured on the machine and day stored: keep that record, and
+        # stamp each part re-run here with its own
+        results["machine"] = previous["machine"]
     for name, fn in PARTS.items():
         if args.only and name not in args.only:
-            results[name] = previous[name]
+            if name in previous:
+                results[name] = previous[name]
             continue
         print(f"running {name} ...", flush=True)
         results[name] = fn()
+        if args.only:
+            results[name]["machine"] = machine()
     if "book" in previous:
         # kept from an earlier run (--skip-book, --only): say which machine and day it was
         results["book"] = {**previous["book"], "machine": previous["book"].get("machine", previous["machine"])}
