@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# Mutation testing of attnscale with mutmut 3 (tests/MUTANTS.md has the scores and arguments).
+# Mutation testing of attnscale with mutmut 3 (CONTRIBUTING.md, "Mutation testing").
 #
 # Usage: tools/mutate.sh [SCRATCH_DIR] [MODULE ...]
 #   SCRATCH_DIR  where the scratch copy goes (default /tmp/mut/repo); it is wiped first
 #   MODULE       module paths under lib/attnscale to mutate, without .py (e.g. optimum,
-#                exact/_sums, claims/_normal; default: the seven core modules)
+#                exact/_sums, claims/_normal), or a subpackage (training: all its modules);
+#                default: the seven core modules
 # Env: PYTHON (default: <repo>/.venv/bin/python, which must have mutmut, pytest, hypothesis),
-#      JOBS (parallel workers, default nproc), SHARED (the shared/ dir for test_claims, optional).
+#      JOBS (parallel workers, default nproc), SHARED (the shared/ dir for test_claims, optional),
+#      SAMPLE, SEED: run only a uniform sample of SAMPLE mutants, drawn before any runs with
+#      random.Random(SEED).sample(sorted(all mutant names), SAMPLE) (SEED default 2026), and
+#      score the sample with a 95% Clopper-Pearson interval; a full run over training
+#      (6,431 mutants) takes hours, a sample of 150 a few minutes.
 #
 # The repository itself is never modified: everything happens in a scratch copy,
 # where lib/ is renamed src/ because mutmut only puts mutants/{.,src,source} on
@@ -28,6 +33,16 @@ mv lib src
 find . -name __pycache__ -prune -exec rm -rf {} +
 rm -rf mutants .pytest_cache .hypothesis
 
+# a subpackage stands for all its modules
+expanded=()
+for m in "${MODULES[@]}"; do
+  if [ -d "src/attnscale/$m" ]; then
+    for f in src/attnscale/"$m"/*.py; do f="${f#src/attnscale/}"; expanded+=("${f%.py}"); done
+  else
+    expanded+=("$m")
+  fi
+done
+MODULES=("${expanded[@]}")
 only=""
 for m in "${MODULES[@]}"; do only+=$'\n'"    src/attnscale/$m.py"; done
 
@@ -65,7 +80,7 @@ LIFT
 # tests/test_training.py replays stored training cells (about 15 s): only where training is mutated.
 # The tests marked stored_sweep re-run part of a stored sweep (15 s to 4 min each) and are left
 # out: a survivor would pay all of them (about 400 s), so a run over training would take days.
-# tests/test_training_short.py pins short runs of every arm in their place (tests/MUTANTS.md).
+# tests/training/test_runner.py pins short runs of every arm in their place.
 ignore_training=$'\n    --ignore=tests/test_training.py'
 for m in "${MODULES[@]}"; do case "$m" in training*) ignore_training="";; esac; done
 cat > setup.cfg <<CFG
@@ -99,6 +114,9 @@ also_copy =
     _ext/
     binder/
     README.md
+    _static/
+    _config.yml
+    tools/
 use_git_change_detection = false
 timeout_multiplier = 10.0
 CFG
@@ -172,27 +190,58 @@ fi
 mv /tmp/.softmax_orig.$$ src/attnscale/softmax.py
 echo "sanity: planted fault detected, scratch copy is what gets imported"
 
-# 2. mutation run
-nice -n 10 "$PY" -m mutmut run --max-children "$JOBS" >mutmut-run.log 2>&1 || { tail -40 mutmut-run.log; exit 1; }
+# 2. mutation run: all mutants, or (SAMPLE) a seeded uniform sample drawn from all of them
+if [ -n "${SAMPLE:-}" ]; then
+  "$PY" - "$SAMPLE" "${SEED:-2026}" <<'DRAW'
+import json, random, sys
+from pathlib import Path
+from mutmut.__main__ import copy_also_copy_files, copy_src_dir, create_mutants, setup_source_paths
+size, seed = int(sys.argv[1]), int(sys.argv[2])
+Path("mutants").mkdir(exist_ok=True)
+copy_src_dir(); copy_also_copy_files(); setup_source_paths(); create_mutants(1)
+names = sorted(k for meta in Path("mutants/src").rglob("*.meta") for k in json.loads(meta.read_text())["exit_code_by_key"])
+if size > len(names):
+    raise SystemExit(f"SAMPLE={size} exceeds the run's {len(names)} mutants")
+sample = random.Random(seed).sample(names, size)
+Path("sample.txt").write_text("".join(f"{k}\n" for k in sample))
+print(f"sample of {size} (seed {seed}) from all {len(names)} mutants: {Path('sample.txt').resolve()}")
+DRAW
+  mapfile -t names <sample.txt
+  nice -n 10 "$PY" -m mutmut run --max-children "$JOBS" "${names[@]}" >mutmut-run.log 2>&1 || { tail -40 mutmut-run.log; exit 1; }
+else
+  nice -n 10 "$PY" -m mutmut run --max-children "$JOBS" >mutmut-run.log 2>&1 || { tail -40 mutmut-run.log; exit 1; }
+fi
 "$PY" -m mutmut results --all true >mutmut-results.txt 2>&1 || true
 
-# 3. score per module
+# 3. score per module (time-outs and out-of-memory kills count as detected), over the sample if any
 "$PY" - <<'PYEOF'
-import collections, re
+import collections, json, os
+from pathlib import Path
+from mutmut.stats import status_by_exit_code
+from scipy.stats import beta
+codes = {k: v for meta in Path("mutants/src").rglob("*.meta") for k, v in json.loads(meta.read_text())["exit_code_by_key"].items()}
+if os.path.exists("sample.txt"):
+    codes = {k: codes[k] for k in open("sample.txt").read().split()}
 rows = collections.defaultdict(collections.Counter)
-for line in open("mutmut-results.txt"):
-    m = re.match(r"\s*attnscale\.(\w+)\.\S+: (.+)$", line)
-    if m:
-        rows[m.group(1)][m.group(2).strip()] += 1
+for name, code in codes.items():
+    rows[name.split("__mutmut_")[0].rsplit(".", 1)[0].removeprefix("attnscale.")][status_by_exit_code[code]] += 1
+def interval(k, n):
+    lo = beta.ppf(0.025, k, n - k + 1) if k > 0 else 0.0
+    hi = beta.ppf(0.975, k + 1, n - k) if k < n else 1.0
+    return f"{100 * k / max(1, n):6.1f}% [{100 * lo:5.1f}, {100 * hi:5.1f}]"
+DETECTED = ("killed", "timeout", "segfault")
+print(f"{'module':22} {'mutants':>7} {'killed':>6} {'survived':>8} {'timeout':>7} {'other':>5}  detected [95% CI]")
 tot = collections.Counter()
-print(f"{'module':12} {'mutants':>7} {'killed':>6} {'survived':>8} {'timeout':>7} {'other':>5} {'score':>7}")
 for mod, c in sorted(rows.items()):
-    n = sum(c.values()); k = c["killed"]; s = c["survived"]; t = c["timeout"]; o = n - k - s - t
+    n = sum(c.values()); k = c["killed"]; s = c["survived"]; t = c["timeout"] + c["segfault"]
     tot.update(c)
-    print(f"{mod:12} {n:7} {k:6} {s:8} {t:7} {o:5} {100*(k+t)/max(1,n):6.1f}%")
-n = sum(tot.values()); k = tot["killed"]; t = tot["timeout"]
-print(f"{'TOTAL':12} {n:7} {k:6} {tot['survived']:8} {t:7} {n-k-t-tot['survived']:5} {100*(k+t)/max(1,n):6.1f}%")
+    print(f"{mod:22} {n:7} {k:6} {s:8} {t:7} {n - k - s - t:5}  {interval(k + t, n)}")
+n = sum(tot.values()); d = sum(tot[x] for x in DETECTED)
+print(f"{'TOTAL':22} {n:7} {tot['killed']:6} {tot['survived']:8} {tot['timeout'] + tot['segfault']:7} {n - d - tot['survived']:5}  {interval(d, n)}")
 print("statuses:", dict(tot))
+for name, code in sorted(codes.items()):
+    if status_by_exit_code[code] not in DETECTED:
+        print(f"  {status_by_exit_code[code]}: {name}")
 PYEOF
 echo "survivors: $SCRATCH/mutmut-results.txt (inspect with: cd $SCRATCH && $PY -m mutmut show NAME)"
 echo "elapsed: $(( $(date +%s) - start )) s"
