@@ -1,11 +1,18 @@
 """Shared by the tests of :mod:`attnscale.exact` (not a test module): its six public
 expectations by short name with their documented relative accuracies (docstrings of
 ``attnscale.exact.bulk`` and ``attnscale.exact.needle``), the 40-digit reference table, and
-the two-key statistics in mpmath."""
+the two-key statistics in mpmath, and the nested mpmath integrals behind the
+reference values (``nested_reference``)."""
+
+import functools
+import math
+import sys
 
 import mpmath as mp
+import numpy as np
 
 from attnscale import exact as E
+from attnscale.exact._common import _nodes
 
 BULK = {"p2": E.expected_sum_p2, "hl1": E.expected_half_l1, "H": E.expected_entropy}
 NEEDLE = {"w": E.needle_weight, "np2": E.needle_sum_p2, "nH": E.needle_entropy}
@@ -83,3 +90,165 @@ REFERENCE = [
     ('w', 1e6, 1000.0, 4096, 0.3, '1.000000000000000000000262'),
     ('np2', 1e6, 1000.0, 4096, 0.3, '1.000000000000000000013303'),
 ]
+
+
+
+def cosine_density_theta(d):
+    """Density of theta = arccos(s) for cosine scores: sin(theta)^(d-2) / B(1/2, (d-1)/2)."""
+    c = 1 / mp.beta(mp.mpf(1) / 2, mp.mpf(d - 1) / 2)
+    return lambda th: c * mp.sin(th) ** (d - 2)
+
+
+@functools.lru_cache(maxsize=None)
+def gauss_legendre_nodes(degree, prec):
+    from mpmath.calculus.quadrature import GaussLegendre
+
+    return GaussLegendre(mp.mp).calc_nodes(degree, prec)
+
+
+def gauss_legendre(fun, pts, degree=4):
+    """Gauss-Legendre on each panel; ``fun`` returns a tuple."""
+    acc = None
+    for lo, hi in zip(pts[:-1], pts[1:]):
+        half, mid = (hi - lo) / 2, (hi + lo) / 2
+        for x, w in gauss_legendre_nodes(degree, mp.mp.prec):
+            vals = fun(mid + half * x)
+            acc = [w * half * v for v in vals] if acc is None else [c + w * half * v for c, v in zip(acc, vals)]
+    return acc
+
+EG = mp.euler
+
+_XB = [-60, -45, -32, -22, -15, -10, -6.5, -4, -2.5, -1.25, 0, 1.25, 2.5, 4, 7]
+
+
+def _subdivide(pts, width):
+    out = [pts[0]]
+    for lo, hi in zip(pts[:-1], pts[1:]):
+        k = int(mp.ceil((hi - lo) / width))
+        out += [lo + (hi - lo) * j / k for j in range(1, k)] + [hi]
+    return out
+
+
+def _kernels(x):
+    e = mp.exp(x)
+    q = mp.exp(-e)
+    k1 = e * q
+    return (-mp.expm1(-e), q, k1, k1 * e, k1 * (x + EG))
+
+
+@functools.lru_cache(maxsize=None)
+def _inner(d, alpha, ystr):
+    """(1 - phi, phi, A1, A2, B) at threshold y, Gauss-Legendre on panels split at the
+    kernel's features and the density's scale. Normal scores: in s, with the parts where
+    x = alpha s - y < -60 from the expansion e^x - e^(2x)/2 + ... in closed form; cosine
+    scores: in theta (s = cos theta, density sin^(d-2) theta, analytic). Beyond x = 7 the
+    kernel of 1 - phi is 1 (the survival function, closed form), the others vanish."""
+    a, y = mp.mpf(alpha), mp.mpf(ystr)
+    sb = [(y + xb) / a for xb in _XB]
+    if d is None:
+        f = lambda s: mp.exp(-s * s / 2) / mp.sqrt(2 * mp.pi)  # noqa: E731
+        lo, hi = max(sb[0], mp.mpf(-40)), min(sb[-1], mp.mpf(40))
+        res = [mp.mpf(0)] * 5
+        if hi > lo:
+            pts = _subdivide(sorted({lo, hi} | {p for p in sb if lo < p < hi}), 1)
+            res = gauss_legendre(lambda s: tuple(f(s) * k for k in _kernels(a * s - y)), pts)
+        c = sb[0]
+        if c > -40:
+            m1, m2 = mp.exp(a * a / 2 - y) * mp.ncdf(c - a), mp.exp(2 * a * a - 2 * y) * mp.ncdf(c - 2 * a)
+            m3 = mp.exp(9 * a * a / 2 - 3 * y) * mp.ncdf(c - 3 * a)
+            t1 = mp.exp(a * a / 2 - y) * (a * mp.ncdf(c - a) - mp.npdf(c - a))
+            t2 = mp.exp(2 * a * a - 2 * y) * (2 * a * mp.ncdf(c - 2 * a) - mp.npdf(c - 2 * a))
+            res[0] += m1 - m2 / 2 + m3 / 6
+            res[1] += mp.ncdf(c) - m1 + m2 / 2 - m3 / 6
+            res[2] += m1 - m2 + m3 / 2
+            res[3] += m2 - m3
+            res[4] += (a * t1 + (EG - y) * m1) - (a * t2 + (EG - y) * m2)
+        if sb[-1] < 40:
+            res[0] += mp.ncdf(-sb[-1])
+        return tuple(res)
+    A = mp.mpf(d - 1) / 2
+    g = cosine_density_theta(d)
+    th_lo = mp.acos(sb[-1]) if sb[-1] < 1 else mp.mpf(0)
+    th_hi = mp.pi
+    sd = 1 / mp.sqrt(d)
+    # drop the range where f(s) min(1, e^(alpha s - y)), a bound on every integrand, is below
+    # e^-110 of its maximum (this keeps the tilted mass e^(alpha s) f(s) when y is far out)
+    grid = np.linspace(-1, 1, 200001)[1:-1]
+    bound = 0.5 * (d - 3) * np.log1p(-grid * grid) + np.minimum(0.0, float(alpha) * grid - float(y))
+    keep = grid[bound >= bound.max() - 110]
+    th_lo = max(th_lo, mp.acos(min(1.0, keep[-1] + 1e-5)))
+    th_hi = min(th_hi, mp.acos(max(-1.0, keep[0] - 1e-5)))
+    res = [mp.mpf(0)] * 5
+    if th_hi > th_lo:
+        tb = {mp.acos(s) for s in sb if -1 < s < 1}
+        pts = _subdivide(sorted({th_lo, th_hi} | {t for t in tb if th_lo < t < th_hi}), min(mp.mpf("0.15"), 2 * sd))
+        res = gauss_legendre(lambda th: tuple(g(th) * k for k in _kernels(a * mp.cos(th) - y)), pts)
+    if sb[-1] < 1:
+        res[0] += mp.betainc(A, A, 0, (1 - sb[-1]) / 2, regularized=True)
+    return tuple(res)
+
+
+def nested_reference(kinds, n, alpha, d, gap=None, panels=30):
+    """``REFERENCE`` entries at one point. The y-interval (where the outer integrand
+    exceeds 1e-40 of its maximum) is located with the library's tables; everything
+    inside it is integrated in mpmath."""
+    from attnscale.exact import _sums as q
+
+    nodes = _nodes(alpha, d, n, gap, gap)
+    j0, j1 = q.bulk_grid(nodes, n)
+    jy = np.arange(j0, j1 + 1) if gap is None else q.needle_grid(j0, j1, np.array([alpha * gap]))
+    tab = q.tables(nodes, jy, {"A1", "A2", "B"})
+    with np.errstate(all="ignore"):
+        lp = tab.logphi
+        size = np.abs(tab.A2) * np.exp((n - 1) * lp) + tab.A1**2 * np.exp((n - 2) * lp) + np.abs(tab.B) * np.exp((n - 1) * lp)
+        if gap is not None:
+            x0 = alpha * gap - tab.y
+            size = size + np.exp(x0 - np.exp(x0)) * (1 + np.abs(x0))
+    ok = np.nonzero(size > 1e-40 * np.nanmax(size))[0]
+    ya, yb = float(tab.y[ok[0]] - 2), float(tab.y[ok[-1]] + 2)
+    with mp.workdps(40):
+        n_, a = mp.mpf(n), mp.mpf(alpha)
+
+        def integrand(y):
+            om, ph, A1, A2, B = _inner(d, alpha, mp.nstr(y, 45))
+            lp = mp.log1p(-om) if om < 0.5 else mp.log(ph)
+            out = {"p2": n_ * A2 * mp.exp((n_ - 1) * lp), "hl1": a * n_ * (n_ - 1) * A1**2 * mp.exp((n_ - 2) * lp), "H": -n_ * B * mp.exp((n_ - 1) * lp)}
+            if gap is not None:
+                x0 = a * mp.mpf(gap) - y
+                e0 = mp.exp(x0)
+                k1 = e0 * mp.exp(-e0)
+                out["w"] = k1 * mp.exp((n_ - 1) * lp)
+                out["np2"] = e0 * k1 * mp.exp((n_ - 1) * lp) + (n_ - 1) * mp.exp(-e0) * A2 * mp.exp((n_ - 2) * lp)
+                out["nH"] = -(k1 * (x0 + EG) * mp.expm1((n_ - 1) * lp) + (n_ - 1) * mp.exp(-e0) * B * mp.exp((n_ - 2) * lp))
+            return tuple(out[k] for k in kinds)
+
+        pts = {mp.mpf(t) for t in np.linspace(ya, yb, panels + 1)}
+        if gap is not None:
+            pts |= {mp.mpf(alpha * gap + k) for k in (-6, -3, -1.5, 0, 1.5, 3, 6, 12, 24) if ya < alpha * gap + k < yb}
+        if d is not None:  # the endpoint singularities, smoothed over O(1) in y
+            pts |= {mp.mpf(e + sg * 2.0**k) for e in (-alpha, alpha) for sg in (-1, 1) for k in range(-1, 12) if ya < e + sg * 2.0**k < yb}
+        return [mp.nstr(v, 25) for v in gauss_legendre(integrand, sorted(pts), degree=5)]
+
+
+if __name__ == "__main__" and "--regenerate" in sys.argv:
+    points = sorted({(n, a, d, g) for _, n, a, d, g, _ in REFERENCE}, key=str)
+    for n, a, d, g in points:
+        kinds = ["p2", "hl1", "H"] if g is None else ["w", "np2", "nH"]
+        _inner.cache_clear()
+        for k, v in zip(kinds, nested_reference(kinds, n, a, d, g)):
+            print(f"    ({k!r}, {n!r}, {a!r}, {d!r}, {g!r}, {v!r}),", flush=True)
+
+
+def row_stats(logits):
+    z = logits - logits.max(axis=1, keepdims=True)
+    p = np.exp(z)
+    p /= p.sum(axis=1, keepdims=True)
+    p2 = (p * p).sum(axis=1)
+    h = -(p * np.log(np.where(p > 0, p, 1.0))).sum(axis=1)
+    return p, p2, h
+
+
+def within_three_se(samples, exact):
+    mean, se = samples.mean(), samples.std(ddof=1) / math.sqrt(samples.size)
+    assert se <= 0.01 * abs(mean), "the test point is too noisy to be informative"
+    assert abs(mean - exact) <= 3 * se, (mean, se, exact)

@@ -1,11 +1,20 @@
-"""Monte Carlo kernels against straightforward references."""
+"""Monte Carlo kernels against straightforward references.
+"""
 
+from __future__ import annotations
+
+import functools
+import warnings
+
+from numpy.typing import ArrayLike
 import mpmath as mp
 import numpy as np
 import pytest
 
-from attnscale.montecarlo import collision_and_gradient, gap_density_at_zero, rem_collision, row_optimum
-from attnscale.softmax import gradient_l1, softmax
+from attnscale.montecarlo import collision_and_gradient, gap_density_at_zero, rem_collision, row_optimum, typical_row_optimum
+from attnscale.softmax import gradient_l1, jacobian_frobenius, softmax
+import attnscale.montecarlo as mc
+from expect import named
 
 
 def test_collision_and_gradient_match_the_softmax_route():
@@ -98,18 +107,14 @@ def test_gap_density_for_astronomical_n_against_mpmath(n):
 def test_gap_density_refuses_lengths_beyond_the_float_range_naming_n():
     """An integer n above the largest float cannot be integrated in floats: a ValueError names n
     (it was Python's OverflowError from float(n))."""
-    with pytest.raises(ValueError, match=r"^n must be at most the largest float"):
+    with pytest.raises(ValueError, match=named('n')):
         gap_density_at_zero(10**309)
-
-
-# ---- typical_optimum_normal: the book's one sampled value of the typical-row optimum ----------
 
 
 def test_typical_optimum_normal_is_the_optimum_of_its_own_sample(monkeypatch):
     """Its value is typical_row_optimum of the rows drawn batch by batch from default_rng(seed),
     float for float (the blocks and the sample kept between calls change no digit)."""
     from attnscale import montecarlo as mc
-    from attnscale.softmax import jacobian_frobenius
 
     monkeypatch.setattr(mc, "TYPICAL_VALUES", 3_200)  # 100 rows of 32 keys per batch
     monkeypatch.setattr(mc, "_CHUNK_VALUES", 1_000)  # blocks of 31 rows: the last is short
@@ -180,3 +185,277 @@ def test_typical_optimum_normal_standard_error_matches_the_spread_over_seeds_and
     assert chi2.ppf(0.0005, dof) < pooled < chi2.ppf(0.9995, dof)
     if n == 64:  # and the optimum sits near the freezing point sqrt(2 log 64) = 2.88, a few percent above it
         assert abs(values.mean() / np.sqrt(2 * np.log(64)) - 1.03) < 0.03
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _thirty_digits():
+    with mp.workdps(30):
+        yield
+
+
+def _two_key_optimum(gap):
+    """For n = 2 and gap D, alpha (1 - sum p^2) = alpha / (2 cosh^2(alpha D / 2)); with
+    u = alpha D / 2 the maximiser solves 2 u tanh u = 1."""
+    u = mp.findroot(lambda u: 2 * u * mp.tanh(u) - 1, 0.77)
+    return float(2 * u / gap)
+
+
+def test_row_optimum_against_the_two_key_closed_form():
+    gaps = np.array([20.0, 3.0, 0.5, 1e-2])
+    scores = np.stack([np.zeros_like(gaps), -gaps], axis=1)
+    want = [_two_key_optimum(g) for g in gaps]
+    assert want[0] < 1.05  # inside the default bracket [0.05, 1e4]
+    np.testing.assert_allclose(row_optimum(scores), want, rtol=1e-6)  # a flat maximum: ~sqrt(eps)
+    # one golden-section step is allowed and stays in [lo, hi]
+    one = row_optimum(scores, iterations=1)
+    assert np.all((one >= 0.05) & (one <= 1e4))
+
+
+def test_row_optimum_clamps_to_the_bracket():
+    # maximiser far below lo (the objective decreases on [lo, hi], and underflows to 0 there)
+    assert row_optimum(np.array([[0.0, -1e6]]))[0] == pytest.approx(0.05, rel=1e-9)
+    assert row_optimum(np.array([[0.0, -400.0]]))[0] == pytest.approx(0.05, rel=1e-9)
+    # maximiser far above hi
+    assert row_optimum(np.array([[0.0, -1e-7]]))[0] == pytest.approx(1e4, rel=1e-9)
+    assert row_optimum(np.array([[0.0, -1e-7]]), lo=0.5, hi=2.0)[0] == pytest.approx(2.0, rel=1e-9)
+
+
+def test_row_optimum_argument_errors():
+    s = np.array([[0.0, -1.0]])
+    with pytest.raises(ValueError, match=named('lo')):
+        row_optimum(s, lo=np.nan)
+    with pytest.raises(ValueError, match=named('lo')):
+        row_optimum(s, lo=-1.0)
+    with pytest.raises(TypeError, match=named('lo')):
+        row_optimum(s, lo="a")
+    with pytest.raises(ValueError, match=named('hi')):
+        row_optimum(s, hi=np.inf)
+    with pytest.raises(ValueError, match=named('hi')):
+        row_optimum(s, hi=-2.0)
+    with pytest.raises(TypeError, match=named('hi')):
+        row_optimum(s, hi=None)
+    with pytest.raises(ValueError, match="need 0 < lo < hi"):
+        row_optimum(s, lo=2.0, hi=2.0)
+    with pytest.raises(ValueError, match=named('iterations')):
+        row_optimum(s, iterations=0)
+
+
+def _gap_density_reference(n):
+    f = lambda x: n * (n - 1) * mp.npdf(x) ** 2 * mp.ncdf(x) ** (n - 2)  # noqa: E731
+    t = mp.sqrt(2 * mp.log(n))
+    return float(mp.quad(f, [-mp.inf, -5, t - 2, t - 1, t, t + 1, t + 2, mp.inf]))
+
+
+def test_gap_density_closed_forms_and_mpmath():
+    # n = 2: X1 - X2 ~ N(0, 2), so |gap| has density 2 / sqrt(4 pi) = 1 / sqrt(pi) at 0
+    assert gap_density_at_zero(2) == pytest.approx(1 / np.sqrt(np.pi), rel=1e-13)
+    # n = 3: 6 int phi^2 Phi = 6 E[Phi(Y)] / (2 sqrt(pi)), Y ~ N(0, 1/2), E[Phi(Y)] = 1/2
+    assert gap_density_at_zero(3) == pytest.approx(3 / (2 * np.sqrt(np.pi)), rel=1e-13)
+    for n in (10, 1000, 10**6):
+        assert gap_density_at_zero(n) == pytest.approx(_gap_density_reference(n), rel=1e-12)
+
+
+def test_rem_collision_closed_form():
+    out = rem_collision(5.0, 100.0)
+    assert type(out) is float
+    assert out == pytest.approx(1 - np.sqrt(2 * np.log(100.0)) / 5.0, rel=1e-14)
+    assert rem_collision(1.0, 100.0) == 0.0
+    assert rem_collision(np.array([1.0, 5.0]), 100.0).shape == (2,)
+    with pytest.raises(ValueError, match=named('alpha')):
+        rem_collision(0.0, 100.0)
+
+
+def _dense_collision(z, alpha):
+    p = np.exp(alpha * (z - z.max(axis=1, keepdims=True)))
+    p /= p.sum(axis=1, keepdims=True)
+    return np.sum(p * p, axis=1)
+
+
+def test_collision_and_gradient_chunks_cover_every_row():
+    # more rows than keys, in chunks of one and of two: every row is filled, whatever the chunking
+    z = np.random.default_rng(7).normal(size=(9, 3))
+    alphas = np.array([0.5, 2.0])
+    ref = np.array([_dense_collision(z, a) for a in alphas])
+    for chunk in (1, 2, 256):
+        coll, grad = collision_and_gradient(z, alphas, chunk=chunk)
+        np.testing.assert_allclose(coll, ref, rtol=1e-13)
+        np.testing.assert_allclose(grad, alphas[:, None] * (1 - ref), rtol=1e-12)
+
+
+def test_collision_and_gradient_chunk_error_names_chunk():
+    with pytest.raises(ValueError) as info:
+        collision_and_gradient(np.zeros((2, 3)), [1.0], chunk=0)
+    assert str(info.value).startswith("chunk must be an integer >= 1")
+
+
+def test_typical_row_optimum_against_a_two_key_closed_form_and_its_bounds():
+    """For one row of two keys with gap 3, alpha (1 - sum p^2) = 2 alpha p (1 - p) is
+    (2/3) u sech^2(u) / 2 with u = 3 alpha / 2, largest where 2 u tanh(u) = 1."""
+    from scipy.optimize import brentq
+
+    from attnscale.montecarlo import typical_row_optimum
+
+    u = brentq(lambda x: 2 * x * np.tanh(x) - 1, 0.1, 2.0, xtol=1e-14)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an unknown solver option would warn
+        got = typical_row_optimum(np.array([[0.0, 3.0]]))
+    assert abs(got / (2 * u / 3) - 1) < 2e-4
+    # an optimum beyond the default upper bound 60 stops at it
+    edge = typical_row_optimum(np.array([[0.0, 0.01]]))
+    assert abs(edge / 60.0 - 1) < 1e-3
+    for call, kind, message in (
+        (lambda: typical_row_optimum([[np.nan, 1.0]]), ValueError, "scores must be finite"),
+        (lambda: typical_row_optimum([[0.0, 1.0]], measure=3), TypeError, "measure must be a function of (p, alpha), got int"),
+        (lambda: typical_row_optimum([[0.0, 1.0]], lo=np.nan), ValueError, "lo must be finite"),
+        (lambda: typical_row_optimum([[0.0, 1.0]], lo=-1.0), ValueError, "lo must be > 0"),
+        (lambda: typical_row_optimum([[0.0, 1.0]], hi=np.nan), ValueError, "hi must be finite"),
+        (lambda: typical_row_optimum([[0.0, 1.0]], hi=-1.0), ValueError, "hi must be > 0"),
+        (lambda: typical_row_optimum([[0.0, 1.0]], lo=1.0, hi=1.0), ValueError, "need lo < hi"),
+        (lambda: typical_row_optimum([[0.0, 1.0]], measure=lambda p, a: np.zeros(len(p))), ValueError, "measure must return one positive value per row"),
+    ):
+        with pytest.raises(kind) as info:
+            call()
+        assert str(info.value).startswith(message), str(info.value)
+
+
+def _spy_on_kernel(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Route the private kernel ``_terms`` through a wrapper that records how many rows each call gets."""
+    seen: list[int] = []
+    kernel = mc._terms
+
+    def spy(z, alpha, top):
+        seen.append(z.shape[0])
+        return kernel(z, alpha, top)
+
+    monkeypatch.setattr(mc, "_terms", spy)
+    return seen
+
+
+def _dense_collision2(scores: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """``sum p^2`` and ``1 - sum p^2``, the latter as ``2 sum_{i<j} p_i p_j`` (positive terms only,
+    so saturated rows keep their relative accuracy)."""
+    p = np.exp(alpha * (scores - scores.max(axis=1, keepdims=True)))
+    p /= p.sum(axis=1, keepdims=True)
+    pairs = np.triu(p[:, :, None] * p[:, None, :], k=1)
+    return np.sum(p * p, axis=1), 2 * pairs.sum(axis=(1, 2))
+
+
+@functools.cache
+def _two_key_u() -> float:
+    """The root of 2 u tanh u = 1, by mpmath at 30 digits."""
+    with mp.workdps(30):
+        return float(mp.findroot(lambda u: 2 * u * mp.tanh(u) - 1, 0.77))
+
+
+def _two_key_optimum2(gap: ArrayLike) -> ArrayLike:
+    """For one row of two scores a gap D apart, alpha (1 - sum p^2) = alpha / (2 cosh^2(alpha D / 2)),
+    largest at alpha = 2 u / D with 2 u tanh u = 1."""
+    return 2 * _two_key_u() / gap
+
+
+def test_collision_and_gradient_processes_each_row_once_in_blocks_of_chunk(monkeypatch):
+    """The docstring: rows are processed ``chunk`` at a time (default 256, the signature's value),
+    so each row reaches the kernel once per scale."""
+    seen = _spy_on_kernel(monkeypatch)
+    scores = np.random.default_rng(11).standard_normal((600, 5)) * 2
+    alphas = np.array([0.5, 3.0])
+    coll, grad = collision_and_gradient(scores, alphas)
+    assert seen == [256, 256, 256, 256, 88, 88]  # three blocks, each at both scales
+    ref, rest = np.array([_dense_collision2(scores, a) for a in alphas]).transpose(1, 0, 2)
+    np.testing.assert_allclose(coll, ref, rtol=1e-13)
+    np.testing.assert_allclose(grad, alphas[:, None] * rest, rtol=1e-12)
+
+    seen.clear()
+    coll, _ = collision_and_gradient(scores[:20], alphas, chunk=7)
+    assert seen == [7, 7, 7, 7, 6, 6]
+    np.testing.assert_allclose(coll, ref[:, :20], rtol=1e-13)
+
+
+def test_row_optimum_spends_one_evaluation_per_step_and_80_steps_by_default(monkeypatch):
+    """Golden-section search: two evaluations to start, then one per step (the code's comment), for
+    ``iterations`` steps, 80 by default (the signature's value; the docstring's accuracy bound
+    ``(hi/lo)^(0.618^iterations)`` is stated in terms of it)."""
+    gaps = np.array([3.0, 0.5, 1e-2])
+    scores = np.stack([np.zeros_like(gaps), -gaps], axis=1)
+    seen = _spy_on_kernel(monkeypatch)
+    got = row_optimum(scores)
+    assert seen == [3] * (2 + 80)  # vectorised over the three rows
+    # a flat maximum: the objective's rounding limits the location to about sqrt(eps) (measured 2.7e-8)
+    np.testing.assert_allclose(got, [_two_key_optimum2(g) for g in gaps], rtol=1e-6)
+    seen.clear()
+    row_optimum(scores, iterations=5)
+    assert len(seen) == 2 + 5
+
+
+def test_typical_row_optimum_accepts_a_measure_returning_python_numbers():
+    """``measure`` returns "one positive value per row": a list of mpmath numbers (a measure
+    computed at high precision) is such a value and is read as floats."""
+
+    def measure(p, alpha):
+        with mp.workdps(30):
+            return [mp.mpf(alpha) * (1 - mp.fsum(mp.mpf(float(x)) ** 2 for x in row)) for row in p]
+
+    got = typical_row_optimum(np.array([[0.0, 3.0]]), measure)
+    # the docstring: the search is to 1e-4 in log alpha
+    assert abs(np.log(got / _two_key_optimum2(3.0))) < 1e-4
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [np.array([[0.0, 3.0]]), np.random.default_rng(1).standard_normal((50, 16))],
+    ids=["two keys", "normal rows"],
+)
+def test_typical_row_optimum_searches_log_alpha_to_1e_4_and_not_finer(rows):
+    """The docstring fixes the search tolerance at 1e-4 in log alpha: the bounded Brent search never
+    steps closer than a third of it to its best point, so no two calls of a (possibly costly)
+    ``measure`` fall within 1e-5 of each other in log alpha (measured minimum 3.3e-5)."""
+    logs: list[float] = []
+
+    def measure(p, alpha):
+        logs.append(np.log(alpha))
+        return alpha * (1 - np.sum(p * p, axis=-1))
+
+    got = typical_row_optimum(rows, measure)
+    x = np.array(logs)
+    gaps = np.abs(x[:, None] - x[None, :])[~np.eye(x.size, dtype=bool)]
+    assert gaps.min() > 1e-5
+    if rows.shape == (1, 2):
+        assert abs(np.log(got / _two_key_optimum2(3.0))) < 1e-4
+
+
+def _mp_gap_density(n: int) -> float:
+    """n (n-1) int phi(x)^2 Phi(x)^(n-2) dx by mpmath quadrature, with Phi^(n-2) written as
+    exp((n-2) log1p(-Q(x))) so that 20 digits resolve Q ~ 1/n for any n, and the range cut
+    into quarters of a unit around sqrt(2 log n), where the mass is."""
+    with mp.workdps(20):
+        N = mp.mpf(n)
+        c = mp.log(N) + mp.log(N - 1) - mp.log(2 * mp.pi)
+        top = mp.sqrt(2 * mp.log(N))
+        pts = sorted({mp.mpf(-12)} | {top + k * mp.mpf("0.25") for k in range(-16, 17)} | {top + 12})
+        return float(mp.quad(lambda x: mp.exp(c - x * x + (N - 2) * mp.log1p(-mp.ncdf(-x))), pts))
+
+
+@pytest.mark.parametrize(
+    "n",
+    [350_000_000, 5084 * 10**138, 10**300, 10**308, int(np.finfo(float).max)],
+    ids=["3.5e8", "5.084e141", "1e300", "1e308", "largest float"],
+)
+def test_gap_density_matches_mpmath_to_the_requested_1e_11(n):
+    """The integral is asked of QUADPACK to 1e-11 relative (epsrel, epsabs = 0); the function meets
+    it (measured errors 7e-16 to 1.3e-13 at these n; before Phi(x)^(n-2) was written through
+    Phi(-x) for x > 5, log_ndtr's -0.0 beyond x = 37.5 put 1e308 off by 7e-8). With SciPy's default epsabs or epsrel the result at n = 3.5e8 is off by 4e-10; with the breakpoints placed at
+    sqrt(3 log n) (32) it is off by 1.5e-11 at n = 5.084e141; without breakpoints (38, 45) the
+    quadrature misses the narrow peak near sqrt(2 log n) = 37 at n = 1e300 and returns 0."""
+    assert abs(gap_density_at_zero(n) / _mp_gap_density(n) - 1) < 1e-11
+
+
+def test_row_optimum_places_the_two_key_maximiser_to_its_documented_3e_8():
+    """The docstring's accuracy: the objective is flat at its maximum, so the golden-section result
+    sits within about 3e-8 of the two-key closed form alpha = 2 u / D (2 u tanh u = 1), not
+    within the bracket's 2e-16 (measured: at most 2.4e-8 over these 400 gaps, 2.65e-8 over 2000)."""
+    gaps = _two_key_optimum2(np.geomspace(5e3, 0.1, 400))  # optima from 0.1 to 5e3, inside [0.05, 1e4]
+    rows = np.stack([np.zeros_like(gaps), -gaps], axis=1)
+    got = row_optimum(rows)
+    rel = np.abs(got / _two_key_optimum2(gaps) - 1)
+    assert rel.max() <= 3e-8, rel.max()
+    assert np.median(rel) > 1e-12  # not exact: the flat maximum leaves rounding-level noise, as stated

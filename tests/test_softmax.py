@@ -1,24 +1,19 @@
-"""Unit and property tests of attnscale.softmax against independent references."""
+"""Unit and property tests of attnscale.softmax against independent references.
+"""
 
+from __future__ import annotations
+
+import warnings
+
+from hypothesis import given, settings, strategies as st
+from hypothesis.extra.numpy import arrays
 import mpmath as mp
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from hypothesis.extra.numpy import arrays
 
-from attnscale.softmax import (
-    gradient_l1,
-    jacobian_frobenius,
-    jacobian_half_l1,
-    jacobian_spectral_norm,
-    log_softmax,
-    logsumexp,
-    power_weights,
-    softmax,
-    softmax_jacobian,
-)
-
+from attnscale.entropy import softmax_entropy
+from attnscale.softmax import gradient_l1, jacobian_frobenius, jacobian_half_l1, jacobian_max_entry, jacobian_spectral_norm, log_softmax, logsumexp, power_weights, softmax, softmax_jacobian, softmax_vjp
+from expect import named
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -126,6 +121,8 @@ prob_vectors = (
     .filter(lambda w: w.sum() > 0)
     .map(lambda w: w / w.sum())
 )
+
+
 alphas = st.floats(1e-3, 1e3)
 
 
@@ -167,9 +164,6 @@ def test_softmax_is_a_distribution_for_any_finite_logits(s, alpha):
 @given(arrays(np.float64, st.integers(1, 10), elements=st.floats(-50, 50)), st.floats(-1e3, 1e3))
 def test_softmax_is_shift_invariant(s, c):
     np.testing.assert_allclose(softmax(s), softmax(s + c), rtol=1e-9, atol=1e-300)
-
-
-# ---- bad input ---------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -267,9 +261,275 @@ def test_power_weights_neither_overflow_nor_underflow_in_the_scale():
     m 700 eps = 3e-13 relative (measured 9.4e-14)."""
     np.testing.assert_allclose(power_weights([1e308, 5e307], scale=10.0), [0.8, 0.2], rtol=1e-12)
     np.testing.assert_allclose(power_weights([1e-200, 2e-200], scale=1e-200), [0.2, 0.8], rtol=1e-12)
-    with pytest.raises(ValueError, match=r"^scale of shape \(3,\) does not broadcast to the shape \(2,\) of s"):
+    with pytest.raises(ValueError, match=named('scale')):
         power_weights([1.0, 2.0], scale=[1.0, 2.0, 3.0])
     # a scale with more axes than s would normalise along the wrong axis: refused, also when it would broadcast
-    with pytest.raises(ValueError, match=r"^scale of shape \(2, 1\) does not broadcast to the shape \(3,\) of s"):
+    with pytest.raises(ValueError, match=named('scale')):
         power_weights([1.0, 2.0, 3.0], 2, [[1.0], [2.0]])
     np.testing.assert_allclose(power_weights([[1.0, 2.0, 3.0]] * 2, 2, [[1.0], [2.0]]), np.array([[1, 4, 9]] * 2) / 14, rtol=1e-15)
+
+
+RNG = np.random.default_rng(20240611)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _thirty_digits():
+    with mp.workdps(30):
+        yield
+
+
+def dense_jacobian(p, alpha):
+    """J = alpha (diag p - p p^T), built from the definition."""
+    p = np.asarray(p, float)
+    return alpha * (np.diag(p) - np.outer(p, p))
+
+
+def mp_lse(row, alpha=1.0):
+    return float(mp.log(mp.fsum(mp.exp(mp.mpf(alpha) * mp.mpf(x)) for x in row)))
+
+
+def test_logsumexp_and_log_softmax_on_batches_along_either_axis():
+    s = RNG.normal(size=(3, 4)) * 3
+    for axis in (0, 1, -1):
+        ref_lse = np.apply_along_axis(mp_lse, axis, s)
+        np.testing.assert_allclose(logsumexp(s, axis=axis), ref_lse, rtol=1e-14)
+        ref_logp = s - np.expand_dims(ref_lse, axis)
+        np.testing.assert_allclose(log_softmax(s, axis=axis), ref_logp, rtol=1e-13, atol=1e-14)
+    # the default scale is alpha = 1
+    np.testing.assert_allclose(log_softmax(s[0]), s[0] - mp_lse(s[0]), rtol=1e-13, atol=1e-14)
+    # one row: the reduced axis goes, the batch axis of length 1 stays
+    assert logsumexp(np.zeros((1, 3))).shape == (1,)
+    np.testing.assert_allclose(logsumexp(np.zeros((1, 3))), [np.log(3.0)], rtol=1e-15)
+
+
+def test_logsumexp_beyond_float64_is_a_silent_inf():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert logsumexp([1e300, 0.0], alpha=1e10) == np.inf
+
+
+def test_a_single_fully_masked_row_in_a_batch_is_rejected():
+    s = np.array([[0.0, 1.0], [-np.inf, -np.inf]])
+    for f in (softmax, logsumexp, log_softmax):
+        with pytest.raises(ValueError, match="fully masked"):
+            f(s)
+        with pytest.raises(ValueError, match="fully masked"):
+            f(s.T, axis=0)
+
+
+def test_softmax_vjp_is_the_dense_jacobian_times_g():
+    p = softmax(RNG.normal(size=(4, 5)))
+    g = RNG.normal(size=(4, 5))
+    alphas = np.array([0.5, 1.0, 2.0, 7.0])
+    out = softmax_vjp(p, g, alphas)
+    ref = np.array([dense_jacobian(p[i], alphas[i]) @ g[i] for i in range(4)])
+    np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-15)
+    # default alpha = 1, and a central difference of softmax(s) along g
+    s = np.array([0.3, -1.2, 2.0])
+    gv = np.array([1.0, -2.0, 0.5])
+    h = 1e-6
+    fd = (softmax(s + h * gv) - softmax(s - h * gv)) / (2 * h)
+    np.testing.assert_allclose(softmax_vjp(softmax(s), gv), fd, rtol=1e-8, atol=1e-10)
+
+
+def test_softmax_vjp_names_its_arguments():
+    with pytest.raises(ValueError, match=named('p')):
+        softmax_vjp([0.5, 0.6], [1.0, 1.0])
+    with pytest.raises(ValueError, match=named('g')):
+        softmax_vjp([0.5, 0.5], [1.0, np.nan])
+
+
+def test_jacobian_frobenius_on_a_batch_with_one_scale_per_row():
+    p = softmax(RNG.normal(size=(3, 4)) * 2)
+    alphas = np.array([0.5, 2.0, 3.0])
+    ref = [np.linalg.norm(dense_jacobian(p[i], alphas[i]), "fro") for i in range(3)]
+    np.testing.assert_allclose(jacobian_frobenius(p, alphas), ref, rtol=1e-13)
+    with pytest.raises(ValueError, match=named('p')):
+        jacobian_frobenius([1.5, -0.5])
+
+
+def test_batch_rows_at_very_different_offsets_are_shifted_row_by_row():
+    # each row is shifted by its own maximum: a row 1000 below another must not underflow
+    s = np.array([[0.0, 1.0], [-1000.0, -999.0]])
+    ref = [mp_lse(r) for r in s]
+    np.testing.assert_allclose(logsumexp(s), ref, rtol=1e-15)
+    np.testing.assert_allclose(log_softmax(s), s - np.array(ref)[:, None], rtol=1e-13)
+    np.testing.assert_allclose(softmax_entropy(s), [softmax_entropy(s[0])] * 2, rtol=1e-13)
+
+
+def _dense_jacobian(p, alpha=1.0):
+    p = np.asarray(p, dtype=float)
+    return alpha * (np.diag(p) - np.outer(p, p))
+
+
+def test_jacobian_norms_default_scale_is_one():
+    p = softmax(np.array([0.3, -1.2, 2.0, 0.7]))
+    J = _dense_jacobian(p)
+    np.testing.assert_allclose(jacobian_frobenius(p), np.linalg.norm(J), rtol=1e-13)
+    np.testing.assert_allclose(jacobian_max_entry(p), np.abs(J).max(), rtol=1e-13)
+    # one vector in, one value out (no batch axis appears)
+    assert np.ndim(jacobian_max_entry(p)) == 0 and np.ndim(jacobian_frobenius(p)) == 0
+
+
+def test_jacobian_max_entry_on_a_batch_with_one_scale_per_row():
+    p = softmax(np.random.default_rng(3).normal(size=(3, 5)))
+    alpha = np.array([0.5, 2.0, 7.0])
+    got = jacobian_max_entry(p, alpha)
+    assert got.shape == (3,)
+    np.testing.assert_allclose(got, [np.abs(_dense_jacobian(row, a)).max() for row, a in zip(p, alpha)], rtol=1e-13)
+    got = jacobian_max_entry(p, 2.0)
+    assert got.shape == (3,)
+    np.testing.assert_allclose(got, [np.abs(_dense_jacobian(row, 2.0)).max() for row in p], rtol=1e-13)
+
+
+def test_jacobian_spectral_norm_of_single_key_rows_is_zero_per_row():
+    # n = 1: p = [1], J = alpha (p - p^2) = 0
+    got = jacobian_spectral_norm(np.ones((3, 1)), np.array([1.0, 2.0, 3.0]))
+    assert got.shape == (3,)
+    np.testing.assert_allclose(got, 0.0, atol=1e-15)
+
+
+def test_jacobian_spectral_norm_at_a_tie_is_silent():
+    # p = (1/2, 1/2): the bracket [p_(2), p_(1)] is a point, p - mu = 0 there; J has eigenvalues 0 and 1/2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = jacobian_spectral_norm(np.array([[0.5, 0.5], [0.25, 0.75]]))
+    ref = [np.linalg.eigvalsh(_dense_jacobian(row)).max() for row in ([0.5, 0.5], [0.25, 0.75])]
+    np.testing.assert_allclose(got, ref, rtol=1e-14)
+
+
+def test_jacobian_spectral_norm_error_names_p():
+    with pytest.raises(ValueError) as info:
+        jacobian_spectral_norm([0.5, 0.6])
+    assert str(info.value).startswith("p must sum to 1")
+
+
+@pytest.mark.parametrize(
+    's, axis, name',
+    [
+        ([0.0, np.nan], -1, 's'),
+        ([0.0, np.inf], -1, 's'),
+        (np.zeros((0, 3)), 0, 's'),
+        ([[0.0, 1.0], [-np.inf, -np.inf]], -1, 's'),
+    ],
+)
+def test_softmax_score_errors_word_for_word(s, axis, name):
+    with pytest.raises(ValueError) as info:
+        softmax(np.array(s), 1.0, axis)
+    assert str(info.value).startswith(name)
+
+
+def test_power_weights_messages_defaults_axis_and_extreme_scales():
+    from attnscale.softmax import power_weights
+
+    for call, kind, message in (
+        (lambda: power_weights([np.nan, 1.0]), ValueError, "s must be finite"),
+        (lambda: power_weights(3.0), ValueError, "s must have at least one axis"),
+        (lambda: power_weights([1.0, 2.0], m="x"), TypeError, "m must be a real number"),
+        (lambda: power_weights([1.0, 2.0], m=0.0), ValueError, "m must be > 0"),
+        (lambda: power_weights([1.0, 2.0], scale=0.0), ValueError, "scale must be > 0"),
+        (lambda: power_weights([-1.0, -2.0]), ValueError, "s must have a positive score in every row (relu^m"),
+    ):
+        with pytest.raises(kind) as info:
+            call()
+        assert str(info.value).startswith(message), str(info.value)
+    # the default power is 2: relu(s)^2 / sum relu(s)^2
+    np.testing.assert_allclose(power_weights([1.0, 2.0, -1.0]), [0.2, 0.8, 0.0], rtol=1e-15)
+    # along axis 0 each column is one distribution
+    s = np.array([[1.0, 3.0], [2.0, 1.0]])
+    np.testing.assert_allclose(power_weights(s, axis=0), [[0.2, 0.9], [0.8, 0.1]], rtol=1e-14)
+    # the scale cancels even where s / scale would overflow: it multiplies the scores
+    # (through logarithms near -668, so rounding is amplified about a thousandfold)
+    np.testing.assert_allclose(power_weights([1e10, 2e10], scale=1e-300), [0.2, 0.8], rtol=1e-12)
+
+
+EPS = np.finfo(float).eps
+
+
+def test_power_weights_default_scale_keeps_scores_near_the_float64_limit():
+    """The default scale is 1, so finite scores up to 1e308 give weights without overflow:
+    relu(s)^2 / sum relu(s)^2 = (4, 1) / 5 for s = (1e308, 5e307). The logarithms
+    are near 709, where an ulp is 1.1e-13; a few of them, doubled by m = 2, bound the error."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = power_weights([1e308, 5e307])
+    np.testing.assert_allclose(got, [0.8, 0.2], rtol=1e-12)
+
+
+def _mp_spectral_norm(p):
+    """Largest eigenvalue of diag(p) - p p^T at 30 digits (mpmath's symmetric eigensolver)."""
+    with mp.workdps(30):
+        n = len(p)
+        J = mp.matrix(n, n)
+        for i in range(n):
+            for j in range(n):
+                J[i, j] = (mp.mpf(p[i]) if i == j else 0) - mp.mpf(p[i]) * mp.mpf(p[j])
+        return float(max(mp.eigsy(J, eigvals_only=True)))
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 5, 6])
+def test_jacobian_spectral_norm_lies_in_the_kth_bisection_bracket(k):
+    """After k halvings the answer lies in the bracket that bisection leaves around the
+    eigenvalue: within a factor (p1/p2)^(2^-k) of it on a bracket [p2, p1] with p2 > 0, and in
+    [0, p1 2^-k] on a one-hot row, whose eigenvalue is 0; a norm is never negative."""
+    alpha = 1.7
+    for p in ([0.25, 0.75], [0.2, 0.3, 0.5], [0.1, 0.6, 0.05, 0.25]):
+        got = float(jacobian_spectral_norm(p, alpha, iterations=k))
+        mu = alpha * _mp_spectral_norm(p)
+        top = sorted(p, reverse=True)
+        r = (top[0] / top[1]) ** (2.0**-k) * (1 + 8 * EPS)
+        assert mu / r <= got <= mu * r, (p, k, got, mu)
+    for p in ([1.0, 0.0, 0.0], [0.0, 1.0], [1.0]):
+        got = float(jacobian_spectral_norm(p, alpha, iterations=k))
+        assert 0.0 <= got <= alpha * 2.0**-k, (p, k, got)
+
+
+def test_jacobian_spectral_norm_with_many_iterations_is_silent_and_exact():
+    """Any iteration count is allowed: after 1100 halvings the bracket [0, 1] of a one-hot row
+    has shrunk to 0, its exact eigenvalue, and the masked 0/0 of its zero entries must not
+    warn; a two-key row keeps 2 p1 p2 = 0.375."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = jacobian_spectral_norm(np.array([[1.0, 0.0, 0.0], [0.25, 0.75, 0.0]]), 1.0, iterations=1100)
+    assert got[0] == 0.0
+    assert got[1] == pytest.approx(0.375, rel=4 * EPS)
+
+
+prob_vectors = (
+    arrays(np.float64, st.integers(1, 12), elements=st.floats(0.0, 1e3))
+    .filter(lambda w: w.sum() > 0)
+    .map(lambda w: w / w.sum())
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(prob_vectors, st.floats(1e-2, 1e2))
+def test_measures_match_the_dense_matrix(p, alpha):
+    J = softmax_jacobian(p, alpha)
+    np.testing.assert_allclose(jacobian_frobenius(p, alpha), np.linalg.norm(J), rtol=1e-9, atol=1e-14 * alpha)
+    np.testing.assert_allclose(jacobian_max_entry(p, alpha), np.abs(J).max(), rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(jacobian_spectral_norm(p, alpha), np.linalg.norm(J, 2), rtol=1e-9, atol=1e-13 * alpha)
+
+
+def test_spectral_norm_batched_and_ties():
+    rng = np.random.default_rng(0)
+    p = softmax(rng.normal(size=(5, 7, 30)) * 2)
+    ref = np.linalg.eigvalsh(softmax_jacobian(p, 1.5))[..., -1]
+    np.testing.assert_allclose(jacobian_spectral_norm(p, 1.5), ref, rtol=1e-12)
+    np.testing.assert_allclose(jacobian_spectral_norm([0.5, 0.5], 1.0), 0.5, rtol=1e-15)
+    np.testing.assert_allclose(jacobian_spectral_norm([0.4, 0.4, 0.2], 1.0), np.linalg.eigvalsh(softmax_jacobian([0.4, 0.4, 0.2]))[-1], rtol=1e-12)
+    assert jacobian_spectral_norm([1.0, 0.0, 0.0]) == pytest.approx(0.0, abs=1e-15)
+    assert jacobian_spectral_norm([1.0]) == pytest.approx(0.0, abs=1e-15)
+
+
+def test_spectral_norm_in_saturated_rows():
+    p = softmax(np.array([[30.0, 5.0, 4.0, 0.0], [10.0, -10.0, -12.0, -30.0]]))
+    ref = np.linalg.eigvalsh(softmax_jacobian(p))[..., -1]
+    np.testing.assert_allclose(jacobian_spectral_norm(p), ref, rtol=1e-9)
+
+
+def test_spectral_norm_relative_accuracy_when_it_is_tiny():
+    # p_(2) ~ 1e-17 next to p_(1) ~ 1: the root is ~2 p_(2); LAPACK on the accurate dense J is the reference
+    p = softmax(np.array([40.0, 0.0, -6.0, -9.0]))
+    np.testing.assert_allclose(jacobian_spectral_norm(p), np.linalg.eigvalsh(softmax_jacobian(p))[-1], rtol=1e-12)
+    assert jacobian_spectral_norm(p) <= jacobian_frobenius(p)

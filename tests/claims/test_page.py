@@ -1,0 +1,201 @@
+"""attnscale.claims, the page: the register rendered as a reader sees it (a table per note, its
+heading and tally, the menus), checked on its structure.
+"""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+import re
+
+import pytest
+
+from attnscale.claims import register_page
+from attnscale.claims._page import _menu_label
+
+
+NOTES = ["000_051da7c3837b8577.txt", "001_5feb997a08d9f295.txt", "002_0aefa05da3b15586.txt", "003_482530c1c121b366.txt", "004_58230cdbbd352fd2.txt"]
+
+
+# four records, two notes, all four verdicts; each field exercises one rule of the page
+RECORDS = [
+    {"id": "g-1", "source": {"file": NOTES[0], "place": "main text, eq. (2)"}, "statement": "unused: the chapter claim is shown",
+     "chapter_claim": "the peak is $a < b$, see [the exact form](#sec-gauss-exact) or [](#eq-gauss-alpha-star)",
+     "claimed": 0.70710678, "value": 1.41421356, "verdict": "holds", "note": "checked at $n = 8$, see [](#sec-gauss-claims)",
+     "where": {"doc": "chapters/05_gaussian_scores", "label": "sec-gauss-claims"}},
+    {"id": "g-2", "source": {"file": NOTES[0], "place": "comments, reply 3"}, "statement": "x < y & z",
+     "claimed": "see [the bound](#eq-saturation)", "value": False, "verdict": "wrong", "why": "a judgement; compare [](#eq-saturation)",
+     "where": {"doc": "chapters/03_saturation", "label": "sec-saturation-claims"}},
+    {"id": "g-3", "source": {"file": NOTES[3], "place": "appended notes, 2"}, "statement": "two numbers",
+     "claimed": [1, 2.5], "value": 0.123456, "verdict": "approximate",
+     "where": {"doc": "chapters/10_training", "label": "sec-training-claims"}},
+    {"id": "g-4", "source": {"file": NOTES[3], "place": "appended notes, 4"}, "statement": "hard to say",
+     "claimed": "hard", "value": None, "verdict": "not checkable", "note": "the note", "why": "the why",
+     "where": {"doc": "chapters/10_training", "label": "sec-training-claims"}},
+]
+
+
+MJ = '<span class="mathjax_process">'
+
+
+EXPECTED_CELLS = {
+    "g-1": ["<code>g-1</code>", "main text, eq. (2)",
+            MJ + 'the peak is \\(a &lt; b\\), see <a href="05_gaussian_scores.html#sec-gauss-exact">the exact form</a> or '
+            '<a href="05_gaussian_scores.html#equation-eq-gauss-alpha-star">the equation</a></span>',
+            "0.7071", "1.414", "holds",
+            MJ + 'checked at \\(n = 8\\), see <a href="05_gaussian_scores.html#sec-gauss-claims">sec-gauss-claims</a></span>',
+            '<a href="05_gaussian_scores.html#sec-gauss-claims">gaussian scores</a>'],
+    "g-2": ["<code>g-2</code>", "comments, reply 3", "x &lt; y &amp; z",
+            'see <a href="03_saturation.html#equation-eq-saturation">the bound</a>', "statement false", "wrong",
+            'a judgement; compare <a href="03_saturation.html#equation-eq-saturation">the equation</a>',
+            '<a href="03_saturation.html#sec-saturation-claims">saturation</a>'],
+    "g-3": ["<code>g-3</code>", "appended notes, 2", "two numbers", "1, 2.5", "0.1235", "approximate", "",
+            '<a href="10_training.html#sec-training-claims">training</a>'],
+    "g-4": ["<code>g-4</code>", "appended notes, 4", "hard to say", "hard", "", "not checkable", "the note",
+            '<a href="10_training.html#sec-training-claims">training</a>'],
+}
+
+
+class _Node:
+    def __init__(self, tag: str, attrs: dict, parent: _Node | None):
+        self.tag, self.attrs, self.parent, self.children = tag, attrs, parent, []
+
+    def elements(self, tag: str | None = None) -> list[_Node]:
+        found = []
+        for c in self.children:
+            if isinstance(c, _Node):
+                if tag is None or c.tag == tag:
+                    found.append(c)
+                found.extend(c.elements(tag))
+        return found
+
+    def text(self) -> str:
+        return "".join(c if isinstance(c, str) else c.text() for c in self.children)
+
+
+class _Tree(HTMLParser):
+    """The page as a tree of elements; an end tag must close the element opened last."""
+
+    def __init__(self, page: str):
+        super().__init__(convert_charrefs=True)
+        self.root = self.cur = _Node("#root", {}, None)
+        self.feed(page)
+        self.close()
+        assert self.cur is self.root, f"<{self.cur.tag}> is never closed"
+
+    def handle_starttag(self, tag, attrs):
+        node = _Node(tag, dict(attrs), self.cur)
+        self.cur.children.append(node)
+        self.cur = node
+
+    def handle_endtag(self, tag):
+        assert tag == self.cur.tag, f"</{tag}> closes <{self.cur.tag}>"
+        self.cur = self.cur.parent
+
+    def handle_data(self, data):
+        self.cur.children.append(data)
+
+
+@pytest.fixture(scope="module")
+def page():
+    return register_page([dict(r) for r in RECORDS])
+
+
+@pytest.fixture(scope="module")
+def tree(page):
+    return _Tree(page).root
+
+
+def test_every_cell_of_a_row(page):
+    rows = re.findall(r'<tr id="claim-([^"]+)" data-note="([^"]+)" data-verdict="([^"]+)">(.*?)</tr>', page)
+    assert [(rid, note, verdict) for rid, note, verdict, _ in rows] == [
+        ("g-1", NOTES[0], "holds"), ("g-2", NOTES[0], "wrong"), ("g-3", NOTES[3], "approximate"), ("g-4", NOTES[3], "not checkable")]
+    for rid, _, _, body in rows:
+        assert re.findall(r"<td[^>]*>(.*?)</td>", body) == EXPECTED_CELLS[rid], rid
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("see [the bound](#eq-b) and [](#sec-x)",
+     'see <a href="05_gaussian_scores.html#equation-eq-b">the bound</a> and <a href="05_gaussian_scores.html#sec-x">sec-x</a>'),
+    ("at $x$ [](#sec-y)", MJ + 'at \\(x\\) <a href="05_gaussian_scores.html#sec-y">sec-y</a></span>'),
+    ("n = $2$", MJ + "n = \\(2\\)</span>"),
+])
+def test_links_in_a_chapter_claim_point_into_its_chapter(text, expected):
+    rec = dict(RECORDS[0], chapter_claim=text)
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", register_page([rec]))
+    assert cells[2] == expected
+
+
+def test_note_menu_and_verdict_menu(tree):
+    note, verdict = tree.elements("select")
+    assert note.attrs["id"] == "claims-note" and verdict.attrs["id"] == "claims-verdict"
+    assert [(o.attrs["value"], o.text()) for o in note.elements("option")][:2] == [("", "all five"), (NOTES[0], "Su (2023): 000")]
+    assert [o.attrs["value"] for o in note.elements("option")] == [""] + NOTES
+    labels = {o.attrs["value"]: o.text() for o in note.elements("option")}
+    assert (labels[NOTES[1]], labels[NOTES[3]], labels[NOTES[4]]) == ("Su (2023): 001", "Su (2022): 003", "A short note: why attention needs scaling: 004")
+    assert [(o.attrs["value"], o.text()) for o in verdict.elements("option")] == [
+        ("", "every verdict"), ("holds", "holds"), ("approximate", "approximate"), ("wrong", "wrong"), ("not checkable", "not checkable")]
+
+
+def test_note_menu_labels_are_whole_phrases(tree):
+    """Each note's label in the menu is a phrase a reader can take in: no parenthesis left open."""
+    note = tree.elements("select")[0]
+    unbalanced = [o.text() for o in note.elements("option") if o.text().count("(") != o.text().count(")")]
+    assert unbalanced == []
+
+
+def test_every_note_menu_label(tree):
+    note = tree.elements("select")[0]
+    assert [o.text() for o in note.elements("option")][1:] == [
+        "Su (2023): 000", "Su (2023): 001", "A tutorial chapter on 'Attention Is All You Need': 002", "Su (2022): 003",
+        "A short note: why attention needs scaling: 004"]
+
+
+@pytest.mark.parametrize("title, label", [
+    ("Su (2023), 'The scale of attention', with notes", "Su (2023)"),
+    ("A chapter (section 3.2.1, footnote 4)", "A chapter"),
+    ("Su (2023) on attention (section 2, eq. 5)", "Su (2023) on attention"),
+    ("A (draft) note", "A (draft) note"),
+    ("A short note: why attention needs scaling", "A short note: why attention needs scaling"),
+])
+def test_menu_label_drops_only_the_parenthesis_the_cut_leaves_open(title, label):
+    assert _menu_label(title) == label
+
+
+def test_each_note_has_a_heading_a_tally_and_a_table(tree):
+    sections = [s for s in tree.elements("section") if s.attrs.get("class") == "claims-source"]
+    assert [s.attrs["data-note"] for s in sections] == NOTES
+    tallies = [s.elements("p")[0].text() for s in sections]
+    assert tallies == [f"{NOTES[0]}: 1 holds, 1 wrong", f"{NOTES[1]}: ", f"{NOTES[2]}: ", f"{NOTES[3]}: 1 approximate, 1 not checkable", f"{NOTES[4]}: "]
+    assert sections[3].elements("h3")[0].text() == "Su (2022), 'Attention goes better with softmax', with its appended notes"
+    for sec in sections:
+        (table,) = sec.elements("table")
+        assert table.attrs["class"] == "claims"
+        assert [th.text() for th in table.elements("th")] == ["id", "where in the source", "statement", "claimed", "recomputed", "verdict",
+                                                              "note", "discussed in"]
+        assert [c.tag for c in sec.children if isinstance(c, _Node)] == ["h3", "p", "table"]
+        assert [c.tag for c in table.children if isinstance(c, _Node)] == ["thead", "tbody"]
+    assert [len(s.elements("table")[0].elements("tr")) - 1 for s in sections] == [2, 0, 0, 2, 0]
+
+
+def test_no_stray_text_between_the_elements(tree):
+    """Text sits only in cells, headings, the tally, the menus and the script: none between two elements."""
+    holders = {"td", "th", "h3", "p", "code", "label", "option", "span", "a", "script"}
+    stray = []
+    for node in [tree] + tree.elements():
+        if node.tag not in holders:
+            stray.extend((node.tag, c) for c in node.children if isinstance(c, str) and c.strip())
+    assert stray == []
+    assert [c.tag for c in tree.children if isinstance(c, _Node)] == ["div", "script"] + ["section"] * 5
+
+
+def test_bad_rows_messages():
+    with pytest.raises(TypeError, match=r"non-empty list of evaluated records \(dicts\), got tuple$"):
+        register_page(tuple(RECORDS))
+    with pytest.raises(TypeError, match=r"got dict$"):
+        register_page(RECORDS[0])
+    lacking = {k: v for k, v in RECORDS[2].items() if k != "value"}
+    with pytest.raises(ValueError, match=re.escape("rows: record 'g-3' lacks ['value']")):
+        register_page([RECORDS[0], lacking])
+    elsewhere = dict(RECORDS[1], source={"file": "005_elsewhere.txt", "place": "p"})
+    with pytest.raises(ValueError, match=re.escape("rows: record 'g-2' cites '005_elsewhere.txt', which is not one of the five notes")):
+        register_page([RECORDS[0], elsewhere])

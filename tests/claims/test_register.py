@@ -1,0 +1,213 @@
+"""attnscale.claims, the register: loading records, and the verdict rule on hand-worked
+records.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+import yaml
+
+from attnscale.claims import evaluate_register, load_register, numbers_of, recompute, verdict
+from expect import refuses
+
+
+def test_every_field_it_names_is_read_and_no_other():
+    rec = {
+        "id": "x",
+        "claimed": "1 < 2",
+        "claimed_value": 0.123456789,
+        "inputs": {"n": 512, "flag": True, "alphas": [1.5, 2.5]},
+        "cells": [[3, 4.0]],
+        "rtol": 0.01,
+        "note": 7,
+    }
+    assert numbers_of(rec) == {0.123457, 512.0, 1.5, 2.5, 3.0, 4.0}
+    assert numbers_of({"claimed_value": [0.25]}) == {0.25}
+
+
+def test_a_record_that_is_not_a_dict_is_refused_by_name():
+    refuses(TypeError, 'rec', numbers_of, [1.0])
+
+
+VERDICT_CASES = [
+    # booleans decide directly; negate: the recomputation tests the opposite of the claim
+    ("true", {"claimed": "p is one-hot"}, True, "holds"),
+    ("false", {"claimed": "p is one-hot"}, False, "wrong"),
+    ("numpy-true", {"claimed": "p is one-hot"}, np.bool_(True), "holds"),
+    ("negated-true", {"claimed": "p is one-hot", "negate": True}, True, "wrong"),
+    ("negated-false", {"claimed": "p is one-hot", "negate": True}, np.bool_(False), "holds"),
+    ("negate-false", {"claimed": "p is one-hot", "negate": False}, True, "holds"),
+    # without rtol only an exact result holds (default 1e-9): rel = 1e-12 holds, rel = 0.5 / 1.5 is wrong
+    ("default-rtol-exact", {"claimed": 1.0}, 1.0 + 1e-12, "holds"),
+    ("default-rtol-off", {"claimed": 1.0}, 1.5, "wrong"),
+    ("default-rtol-approx", {"claimed": 1.0, "approx_rtol": 0.5}, 1.5, "approximate"),
+    # rel = |4 - 3| / 4 = 0.25 exactly: both bounds include their end point
+    ("rtol-boundary", {"claimed": 3.0, "rtol": 0.25}, 4.0, "holds"),
+    ("approx-boundary", {"claimed": 3.0, "rtol": 0.125, "approx_rtol": 0.25}, 4.0, "approximate"),
+    ("beyond-approx", {"claimed": 3.0, "rtol": 0.125, "approx_rtol": 0.1875}, 4.0, "wrong"),
+    ("no-approx-rtol", {"claimed": 3.0, "rtol": 0.125}, 4.0, "wrong"),
+    # the relative error is taken of the recomputed value: |3 - 4| / 3 = 1/3 > 0.25
+    ("relative-to-got", {"claimed": 4.0, "rtol": 0.25}, 3.0, "wrong"),
+    # atol is absolute slack: rel = (0.5 - 0.25) / 1.5 = 1/6
+    ("atol-holds", {"claimed": 1.0, "rtol": 0.1875, "atol": 0.25}, 1.5, "holds"),
+    ("atol-approx", {"claimed": 1.0, "rtol": 0.125, "approx_rtol": 0.1875, "atol": 0.25}, 1.5, "approximate"),
+    ("atol-only", {"claimed": 0.0, "rtol": 0, "atol": 1.0e-5}, 8.75e-7, "holds"),
+    # a claim in words is compared through claimed_value (0.12 / 0.88 = 0.136: within 0.15, not within 0.05)
+    ("claimed-value", {"claimed": "close to one-hot", "claimed_value": 1.0, "rtol": 0.05, "approx_rtol": 0.15}, 0.88, "approximate"),
+    ("claimed-value-wins", {"claimed": 7.0, "claimed_value": 2.0}, 2.0, "holds"),
+    ("claimed-value-alone", {"claimed_value": 2.0}, 2.0, "holds"),
+    ("claimed-value-alone-bool", {"claimed_value": 2.0}, False, "wrong"),
+    # arrays: every entry must be within the bound (rel = 0 and 0.5 / 2.5 = 0.2)
+    ("array-approx", {"claimed": [1.0, 2.0], "rtol": 0.125, "approx_rtol": 0.25}, [1.0, 2.5], "approximate"),
+    ("array-wrong", {"claimed": [1.0, 2.0], "rtol": 0.125, "approx_rtol": 0.1875}, [1.0, 2.5], "wrong"),
+]
+
+
+@pytest.mark.parametrize(("fields", "value", "expected"), [c[1:] for c in VERDICT_CASES], ids=[c[0] for c in VERDICT_CASES])
+def test_the_verdict_rule_on_hand_worked_records(fields, value, expected):
+    assert verdict({"id": "x", **fields}, value) == expected
+
+
+VERDICT_REFUSALS = [
+    ("not-a-dict", TypeError, 'record', "r", 1.0),
+    ("no-id", ValueError, 'record', {'claimed': 1.0}, 1.0),
+    ("nothing-claimed", ValueError, 'record', {"id": "x"}, 1.0),
+    ("nothing-claimed-bool", ValueError, 'record', {"id": "x", "negate": True}, True),
+    (
+        "words-without-value",
+        TypeError,
+        'record claimed value',
+        {"id": "x", 'claimed': "close to one-hot"},
+        0.9,
+    ),
+    (
+        'claimed-infinite',
+        ValueError,
+        'record claimed value',
+        {"id": "x", 'claimed': [1.0, float("inf")]},
+        [1.0, 2.0],
+    ),
+    ('value-nan', ValueError, 'value', {"id": "x", 'claimed': 1.0}, float("nan")),
+]
+
+
+@pytest.mark.parametrize(("exc", "name", "record", "value"), [c[1:] for c in VERDICT_REFUSALS], ids=[c[0] for c in VERDICT_REFUSALS])
+def test_verdict_refuses_a_record_it_cannot_judge_naming_what_is_wrong(exc, name, record, value):
+    refuses(exc, name, verdict, record, value)
+
+
+def test_recompute_runs_the_named_recomputation_and_refuses_a_bad_record_by_name():
+    assert recompute({"id": "x", "recompute": "head_product", "inputs": {"h": 8, "d_k": 64}}) == 512.0
+    refuses(TypeError, 'record', recompute, "r")
+    refuses(ValueError, 'record', recompute, {"recompute": "head_product", "inputs": {"h": 8, "d_k": 64}})
+    refuses(ValueError, 'record', recompute, {"id": "x", "recompute": "nope"})
+
+
+WHERE = {"doc": "chapters/02_dot_products", "label": "sec-dot-claims"}
+
+
+def record(**fields) -> dict:
+    """A valid recomputed record (the shape of su22a-eq63-base), changed by ``fields`` (None drops a field)."""
+    rec = {
+        "id": "a",
+        "source": {"file": "003_482530c1c121b366.txt", "place": "7.3"},
+        "statement": "h d_k = d_model",
+        "claimed": 512,
+        "verdict": "holds",
+        "where": WHERE,
+        "recompute": "head_product",
+        "inputs": {"h": 8, "d_k": 64},
+        "rtol": 0,
+    }
+    rec.update(fields)
+    return {k: v for k, v in rec.items() if v is not None}
+
+
+PAPER = "Vaswani et al. (2017)"
+
+
+NOT_CHECKABLE = record(recompute=None, inputs=None, rtol=None, claimed="three schemes", verdict="not checkable", why="design options, no claim")
+
+
+READ = record(recompute=None, inputs=None, rtol=None, claimed="the paper reports h = 8", checked_against=PAPER, note="Table 3")
+
+
+def write(tmp_path, records) -> str:
+    path = tmp_path / "claims.yml"
+    path.write_text(yaml.safe_dump(records, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    return str(path)
+
+
+def test_a_register_of_valid_records_loads_as_written(tmp_path):
+    records = [record(), record(id="b", claimed=1024, inputs={"h": 16, "d_k": 64}), NOT_CHECKABLE | {"id": "c"}, READ | {"id": "d"}]
+    assert load_register(write(tmp_path, records)) == records
+
+
+
+RECORD_REFUSALS = [
+    ("lacks-where", record(where=None)),
+    ("lacks-two", record(statement=None, claimed=None)),
+    ("bad-verdict-word", record(verdict="true")),
+    ("not-checkable-without-why", NOT_CHECKABLE | {"why": None}),
+    ("not-checkable-empty-why", NOT_CHECKABLE | {"why": ""}),
+    ("verdict-without-recomputation", record(recompute=None)),
+    ("read-with-recomputation", READ | {"recompute": "head_product"}),
+    ("read-with-claimed-value", READ | {"claimed_value": 8.0}),
+    ("read-with-number", READ | {"claimed": 8}),
+    ("read-with-number-and-recomputation", record(checked_against=PAPER)),
+]
+
+
+@pytest.mark.parametrize("rec", [c[1] for c in RECORD_REFUSALS], ids=[c[0] for c in RECORD_REFUSALS])
+def test_load_register_refuses_a_bad_record_naming_it(tmp_path, rec):
+    rec = {k: v for k, v in rec.items() if v is not None}
+    refuses(ValueError, "record 'a'", load_register, write(tmp_path, [record(id="ok"), rec]))
+
+
+def test_load_register_refuses_a_duplicate_id_a_non_list_and_a_non_path(tmp_path):
+    refuses(ValueError, 'duplicate', load_register, write(tmp_path, [record(), record(id="b"), record()]))
+    path = write(tmp_path, record())
+    refuses(ValueError, str(path), load_register, path)
+    refuses(TypeError, 'path', load_register, 3.0)
+
+
+def test_the_register_is_read_as_utf8_whatever_the_locale(tmp_path, monkeypatch):
+    """The notes' places are quoted in Chinese; on a platform whose locale encoding is not UTF-8 (Windows:
+    cp1252) a file opened without an explicit encoding would come back garbled. The locale is simulated by the
+    hook through which pathlib and io choose the encoding when none is given."""
+    place = "main text, 已有结果, eq. (1) 'Var[q·k] = d'"
+    path = write(tmp_path, [record(source={"file": "000_051da7c3837b8577.txt", "place": place})])
+    text_encoding = io.text_encoding
+    monkeypatch.setattr(io, "text_encoding", lambda encoding, stacklevel=2: "cp1252" if encoding is None else text_encoding(encoding))
+    (rec,) = load_register(path)
+    assert rec["source"]["place"] == place
+
+
+def test_each_kind_of_record_gets_its_row():
+    right, off = record(), record(id="b", claimed=1000)
+    assert evaluate_register([NOT_CHECKABLE, READ, right, off]) == [
+        NOT_CHECKABLE | {"value": None, "computed": "not checkable", "agrees": True},
+        READ | {"value": None, "computed": "read in Vaswani et al. (2017)", "agrees": True},
+        right | {"value": 512.0, "computed": "holds", "agrees": True},
+        off | {"value": 512.0, "computed": "wrong", "agrees": False},  # rel = 488 / 512, no approx_rtol
+    ]
+
+
+def test_a_record_naming_a_recomputation_is_recomputed_even_if_it_cites_a_paper():
+    """Citing a paper never lets a recomputable claim skip its recomputation (load_register refuses the
+    combination; evaluate_register, which takes any list of records, recomputes)."""
+    rec = record(claimed=1000, checked_against=PAPER)
+    assert evaluate_register([rec]) == [rec | {"value": 512.0, "computed": "wrong", "agrees": False}]
+
+
+def test_a_record_with_neither_a_recomputation_nor_a_paper_is_refused():
+    refuses(ValueError, 'record', evaluate_register, [record(recompute=None)])
+
+
+def test_evaluate_register_refuses_bad_records_by_name():
+    refuses(TypeError, 'records', evaluate_register, record())
+    refuses(TypeError, 'records', evaluate_register, [3])
+    refuses(ValueError, 'records', evaluate_register, [{"id": "x"}])

@@ -1,0 +1,368 @@
+"""attnscale.training.analysis: comparing arms cell by cell, the gradient check by finite
+differences, and the grid-edge and pairing rules, on hand-built cells.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import numpy as np
+import pytest
+
+from attnscale import training as tr
+from attnscale.training import DATA, SWEEP, analysis as an, compare_arms, load_sweep
+from expect import named
+
+
+LABELS = ["8", "2.5", "1"]  # the arm "2.5" is scale 1 of each cell, the reference "1" scale 2
+
+
+RATES = [0.001, 0.003, 0.01, 0.03]  # four rates: indices 0 and 3 are the grid's edges
+
+
+# (arm, reference) best-rate index per cell, in the sweep's order (16, 32), (16, 64), (64, 32), ...
+BEST = [(1, 2), (0, 1), (1, 3), (0, 3), (2, 2), (2, 1)]
+
+
+def _cells(best=BEST):
+    """Six cells of two seeds; steps spelled as Python integers."""
+    cells = {}
+    for i, (n, d) in enumerate((n, d) for n in tr.SWEEP["ns"] for d in tr.SWEEP["ds"]):
+        a, r = best[i]
+        cells[("adam", "dot", n, d)] = {
+            "labels": list(LABELS), "alphas": [8.0, 2.5, 1.0], "lrs": [list(RATES)] * 3, "best_lr": [1, a, r],
+            "steps_to_target": [[500, 500], [40 + i, 60 + i], [40 + i, 50 + i]],
+            "final_loss": [[9.0, 9.0], [0.5 + i / 100, 0.2], [0.3, 0.4 + i / 100]],
+        }
+    return cells
+
+
+def test_compare_arms_gives_back_the_steps_and_losses_it_compared():
+    tests, pairs = tr.compare_arms(_cells(), "adam", "dot", "2.5", "1")
+    assert set(pairs) == {"speed", "loss", "inside"} == set(tests)
+    arm_steps = [40, 60, 41, 61, 42, 62, 43, 63, 44, 64, 45, 65]
+    ref_steps = [40, 50, 41, 51, 42, 52, 43, 53, 44, 54, 45, 55]
+    np.testing.assert_array_equal(pairs["speed"][0], arm_steps)
+    np.testing.assert_array_equal(pairs["speed"][1], ref_steps)
+    np.testing.assert_allclose(pairs["loss"][0], [0.5, 0.2, 0.51, 0.2, 0.52, 0.2, 0.53, 0.2, 0.54, 0.2, 0.55, 0.2], rtol=1e-15)
+    np.testing.assert_allclose(pairs["loss"][1], [0.3, 0.4, 0.3, 0.41, 0.3, 0.42, 0.3, 0.43, 0.3, 0.44, 0.3, 0.45], rtol=1e-15)
+    # both best rates inside the grid in cells 0, 4 and 5 only
+    np.testing.assert_array_equal(pairs["inside"][0], [40, 60, 44, 64, 45, 65])
+    np.testing.assert_array_equal(pairs["inside"][1], [40, 50, 44, 54, 45, 55])
+    # a step count is a float (a never is +inf), however the cell spells it
+    assert all(x.dtype == np.float64 for x in (*pairs["speed"], *pairs["inside"], *pairs["loss"]))
+    # the tests count the same pairs: each seed 0 tied, each seed 1 later by 10 steps
+    assert (tests["speed"].later, tests["speed"].earlier, tests["speed"].tied) == (6, 0, 6)
+    assert (tests["inside"].later, tests["inside"].earlier, tests["inside"].tied) == (3, 0, 3)
+    # final loss: seed 0 higher (0.5.. against 0.3), seed 1 lower (0.2 against 0.4..)
+    assert (tests["loss"].later, tests["loss"].earlier, tests["loss"].tied) == (6, 6, 0)
+
+
+def test_compare_arms_has_no_inside_test_when_every_pair_has_a_rate_at_an_edge():
+    tests, pairs = tr.compare_arms(_cells(best=[(0, 1), (1, 3), (3, 0), (0, 3), (3, 2), (2, 0)]), "adam", "dot", "2.5", "1")
+    assert tests["inside"] is None
+    assert pairs["inside"][0].size == pairs["inside"][1].size == 0
+    assert tests["speed"].pairs == 12
+
+
+def _refusal(kind, cells=None, **kwargs):
+    args = {"cells": _cells() if cells is None else cells, "optimizer": "adam", "kind": "dot", "arm": "2.5", "reference": "1"}
+    args |= kwargs
+    with pytest.raises(kind) as err:
+        tr.compare_arms(**args)
+    return str(err.value)
+
+
+def test_compare_arms_refusals_name_the_argument():
+    assert _refusal(TypeError, cells=[1]) == "cells must be a dict keyed by (optimizer, kind, n, d), got list"
+    assert _refusal(TypeError, arm=None) == "arm must be a string, got None"
+    assert _refusal(TypeError, reference=2.5) == "reference must be a string, got 2.5"
+    their = "; their scales are ['8', '2.5', '1']"
+    assert _refusal(ValueError, arm="3") == "arm '3' is not a scale of the cells" + their
+    assert _refusal(ValueError, reference="3") == "reference '3' is not a scale of the cells" + their
+
+
+@pytest.mark.parametrize("field", ["labels", "steps_to_target", "final_loss", "best_lr"])
+def test_compare_arms_refuses_a_cell_that_lacks_a_field(field):
+    cells = _cells()
+    del cells[("adam", "dot", 64, 32)][field]
+    assert _refusal(ValueError, cells=cells) == f"cells entry lacks the entries [{field!r}]"
+
+
+def test_compare_arms_refuses_a_cell_that_is_not_a_dict():
+    cells = _cells()
+    cells[("adam", "dot", 256, 64)] = [1, 2]
+    assert _refusal(TypeError, cells=cells) == "cells entry must be a dict, got list"
+
+
+def test_the_gradient_check_refuses_a_bad_step_or_seed_by_name():
+    with pytest.raises(ValueError, match=re.escape("h must be > 0, got 0.0")):
+        tr.finite_difference_error("dot", h=0.0)
+    with pytest.raises(ValueError, match=re.escape("seed must be an integer >= 0, got -1")):
+        tr.finite_difference_error("dot", seed=-1)
+    with pytest.raises(TypeError, match=re.escape("seed must be an integer >= 0, got 'a'")):
+        tr.finite_difference_error("dot", seed="a")
+
+
+class _Seen(Exception):
+    """Raised by the spy after the first backward pass: what it saw is all the test needs."""
+
+
+@pytest.mark.parametrize("seed", [None, 0, 5])
+def test_the_gradient_check_draws_its_model_from_the_seed(monkeypatch, seed):
+    """From np.random.default_rng(seed) (default 1), in order: W_q and W_k as init_params
+    draws them, 0.1 x a standard normal added to every weight (W_q's, then W_k's), and
+    the batch of 4 examples of 5 keys."""
+    seen = {}
+
+    def spy(params, batch, scales, kind):
+        seen.update(params={k: w.copy() for k, w in params.items()}, batch=batch)
+        raise _Seen
+
+    monkeypatch.setattr(an, "loss_and_grads", spy)
+    with pytest.raises(_Seen):
+        tr.finite_difference_error("dot", **({} if seed is None else {"seed": seed}))
+    rng = np.random.default_rng(1 if seed is None else seed)
+    draw = rng.normal(0.0, 1 / math.sqrt(6), (2, 2, 1, 6, 6))  # (W_q, W_k), seeds, one draw shared by the 3 models
+    for i, key in enumerate(("Wq", "Wk")):
+        want = np.repeat(draw[i], 3, axis=1) + 0.1 * rng.standard_normal((2, 3, 6, 6))
+        np.testing.assert_allclose(seen["params"][key], want, rtol=1e-14, atol=0)
+    K = rng.standard_normal((2, 4, 5, 6))
+    np.testing.assert_array_equal(seen["batch"]["K"], K)
+
+
+def test_the_gradient_check_reports_an_error_relative_to_a_quotient_above_one(monkeypatch):
+    """The loss multiplied by 1000 (its gradient too: still a right pair), then the
+    backward pass made 1% too large: every quotient above 1 in size shows exactly the
+    planted 1% (|1.01 g - g| / |g|), those below 1 less, so the worst is 0.01."""
+    right = an.loss_and_grads
+
+    def off(params, batch, scales, kind):
+        loss, grads, extra = right(params, batch, scales, kind)
+        return 1000 * loss, {k: 1010 * g for k, g in grads.items()}, extra
+
+    monkeypatch.setattr(an, "loss_and_grads", off)
+    worst, count = tr.finite_difference_error("dot")
+    assert count == 432
+    assert math.isclose(worst, 0.01, rel_tol=1e-4)
+
+
+def test_compare_arms_names_the_first_cell_it_lacks():
+    assert (SWEEP["ns"], SWEEP["ds"]) == ([16, 64, 256], [32, 64])  # the order the messages below follow
+    with pytest.raises(ValueError, match=named('cells')):
+        compare_arms({}, "adam", "dot", "2.5", "1")
+    # only the last cell missing: it is named (a single missing cell is the usual case)
+    cells = {("sgd", "cosine", n, d): {} for n in (16, 64, 256) for d in (32, 64) if (n, d) != (256, 64)}
+    with pytest.raises(ValueError, match=named('cells')):
+        compare_arms(cells, "sgd", "cosine", "64", "√d")
+
+
+@pytest.mark.parametrize("kind", tr.KINDS)
+def test_identity_map_on_the_smallest_task_against_a_hand_count(kind):
+    """n = d = 2 and seed 0 are allowed; W_q = W_k = I retrieves the key of largest x.K_i
+    (dot scores) or largest cos(x, K_i) (cosine scores), whatever the scale."""
+    acc, loss = tr.identity_map(2, 2, kind, [1.0, 3.0], examples=500, seed=0)
+    b = tr.sample_batch(np.random.default_rng(0), 1, 500, 2, 2)
+    score = np.einsum("sbd,sbnd->sbn", b["x"], b["K"])
+    if kind == "cosine":
+        score = score / np.linalg.norm(b["K"], axis=-1)
+    assert acc == np.sum(np.argmax(score, axis=-1) == b["j"]) / 500
+    assert loss.shape == (2,) and np.all(np.isfinite(loss))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", 'name'),
+    [
+        ({"n": 1}, ValueError, 'n'),
+        ({"d": 1}, ValueError, 'd'),
+        ({"alphas": 1.0}, ValueError, 'alphas'),
+        ({"alphas": []}, ValueError, 'alphas'),
+        ({"alphas": [1.0, 0.0]}, ValueError, 'alphas'),
+        ({"examples": 400}, ValueError, 'examples'),
+        ({"seed": -1}, ValueError, 'seed'),
+    ],
+)
+def test_identity_map_messages(kwargs, error, name):
+    args = {"n": 4, "d": 4, "kind": "dot", "alphas": [1.0], "examples": 500} | kwargs
+    with pytest.raises(error, match=named(name)):
+        tr.identity_map(**args)
+
+
+def test_among_fastest_on_the_smallest_cells_and_at_step_zero():
+    among, med = tr.among_fastest({"steps_to_target": [[20.0]]})  # one scale, one seed
+    assert among.tolist() == [True] and med.tolist() == [20.0]
+    # reaching the target at the first evaluation (step 0) is allowed; within 10% of 0 is 0
+    among, med = tr.among_fastest({"steps_to_target": [[0.0, 10.0], [0.0, 0.0]]})
+    assert med.tolist() == [5.0, 0.0] and among.tolist() == [False, True]
+
+
+@pytest.mark.parametrize(
+    ("cell", "kwargs", "error", 'name'),
+    [
+        ({}, {}, ValueError, 'cell'),
+        ({"steps_to_target": [[20.0, 40.0]]}, {"within": "w"}, TypeError, 'within'),
+        (
+            {"steps_to_target": [[-20.0, 20.0]]},
+            {},
+            ValueError,
+            "cell['steps_to_target']",
+        ),
+        ({"steps_to_target": "x"}, {}, TypeError, "cell['steps_to_target']"),
+        ({"steps_to_target": np.zeros((2, 0))}, {}, ValueError, "cell['steps_to_target']"),
+    ],
+)
+def test_among_fastest_messages(cell, kwargs, error, name):
+    with pytest.raises(error, match=named(name)):
+        tr.among_fastest(cell, **kwargs)
+
+
+def test_initial_alignment_names_a_cell_without_its_entries():
+    with pytest.raises(ValueError, match=named('cell')):
+        tr.initial_alignment({})
+
+
+def _stored_cells(name: str) -> dict:
+    return {(c["optimizer"], c["kind"], c["n"], c["d"]): c for c in load_sweep(DATA / name)["cells"]}
+
+
+@pytest.mark.parametrize("opt", ["adam", "sgd"])
+def test_the_pairs_inside_the_grid_are_those_whose_best_rates_avoid_both_ends(opt):
+    """Cosine cells train 3 scales at 4 rates, so an edge is index 0 or 3 (the number of
+    rates, not of scales); counted here from the stored file's best_lr and lrs by hand."""
+    raw = [c for c in json.loads((DATA / f"training_{opt}.json").read_text())["cells"] if c["kind"] == "cosine"]
+    a, b = raw[0]["labels"].index("64"), raw[0]["labels"].index("√d")
+    expected = 0
+    for c in raw:
+        rates = len(c["lrs"][0])
+        ends = (0, rates - 1)
+        if c["best_lr"][a] not in ends and c["best_lr"][b] not in ends:
+            expected += len(c["steps_to_target"][a])
+    tests, pairs = compare_arms(_stored_cells(f"training_{opt}.json"), opt, "cosine", "64", "√d")
+    assert len(pairs["inside"][0]) == expected == 30  # no stored cosine best rate sits at an end
+
+
+def test_a_cell_may_give_its_rates_as_one_shared_grid():
+    """train accepts one 1-d grid of rates shared by every scale; a cell holding its rates that
+    way compares exactly as the same cell with the grid repeated per scale."""
+    cells = _stored_cells("training_adam.json")
+    shared = {k: ({**c, "lrs": np.asarray(c["lrs"])[0]} if k[1] == "dot" else c) for k, c in cells.items()}
+    assert all(np.ptp(np.asarray(cells[k]["lrs"]), axis=0).max() == 0 for k in cells if k[1] == "dot")  # rows are equal
+    one, _ = compare_arms(shared, "adam", "dot", "2.5", "1")
+    ref, _ = compare_arms(cells, "adam", "dot", "2.5", "1")
+    assert one == ref
+
+
+@pytest.fixture(scope="module")
+def cells():
+    sweeps = [tr.load_sweep(tr.DATA / f"training_{opt}.json") for opt in tr.SWEEP["lrs"]]
+    return {(c["optimizer"], c["kind"], c["n"], c["d"]): c for s in sweeps for c in s["cells"]}
+
+
+@pytest.mark.parametrize("kind", tr.KINDS)
+def test_finite_differences_match_the_backward_pass(kind):
+    worst, count = tr.finite_difference_error(kind)
+    assert count == 2 * 2 * 3 * 6 * 6  # two matrices of (seeds, scales, d, d)
+    assert worst < 1e-8
+
+
+def test_finite_differences_catch_a_wrong_gradient(monkeypatch):
+    right = an.loss_and_grads
+
+    def wrong(params, batch, scales, kind):
+        loss, grads, extra = right(params, batch, scales, kind)
+        return loss, {k: 1.01 * g for k, g in grads.items()}, extra
+
+    monkeypatch.setattr(an, "loss_and_grads", wrong)
+    assert tr.finite_difference_error("dot")[0] > 1e-4
+
+
+def test_identity_map_by_hand():
+    acc, loss = tr.identity_map(16, 32, "dot", [0.5, 1.0, 4.0])
+    # the same examples, scored by hand: s_i = x.K_i / sqrt(d), the argmax is the scale-free retrieval
+    rng = np.random.default_rng(7)
+    hits = 0
+    for _ in range(2):
+        b = tr.sample_batch(rng, 1, 500, 16, 32)
+        s = np.einsum("sbd,sbnd->sbn", b["x"], b["K"])
+        hits += int(np.sum(np.argmax(s, axis=-1) == b["j"]))
+    assert acc == hits / 1000
+    assert loss.shape == (3,) and np.all(np.diff(loss) < 0)  # sharper attention retrieves better here
+    with pytest.raises(ValueError, match="examples"):
+        tr.identity_map(16, 32, "dot", [1.0], examples=700)
+
+
+def test_among_fastest_on_a_hand_built_cell():
+    cell = {"steps_to_target": np.array([[40, 44, 80], [20, 40, 40], [60, 60, np.inf], [np.inf, np.inf, np.inf]])}
+    among, med = tr.among_fastest(cell)
+    assert med.tolist() == [44, 40, 60, np.inf]
+    assert among.tolist() == [True, True, False, False]  # within 10% of 40: up to 44
+    assert tr.among_fastest(cell, within=0)[0].tolist() == [False, True, False, False]
+    assert tr.among_fastest(cell, within=0.5)[0].tolist() == [True, True, True, False]
+    # when no scale got there, all are equally (not) fast
+    assert tr.among_fastest({"steps_to_target": np.full((2, 3), np.inf)})[0].tolist() == [True, True]
+
+
+def test_compare_arms_counts_directly(cells):
+    tests, pairs = tr.compare_arms(cells, "adam", "dot", "2.5", "1")
+    a, b = pairs["speed"]
+    keys = [("adam", "dot", n, d) for n in tr.SWEEP["ns"] for d in tr.SWEEP["ds"]]
+    ia, ib = (cells[keys[0]]["labels"].index(x) for x in ("2.5", "1"))
+    direct_a = np.concatenate([cells[k]["steps_to_target"][ia] for k in keys])
+    direct_b = np.concatenate([cells[k]["steps_to_target"][ib] for k in keys])
+    assert np.array_equal(a, direct_a) and np.array_equal(b, direct_b)
+    r = tests["speed"]
+    assert (r.later, r.earlier, r.tied) == (int(np.sum(a > b)), int(np.sum(a < b)), int(np.sum(a == b)))
+    edges = np.concatenate([np.repeat(cells[k]["best_lr"][i] in (0, cells[k]["lrs"].shape[-1] - 1), tr.SWEEP["seeds"]) for k in keys for i in (ia,)])
+    edges_b = np.concatenate([np.repeat(cells[k]["best_lr"][ib] in (0, cells[k]["lrs"].shape[-1] - 1), tr.SWEEP["seeds"]) for k in keys])
+    assert tests["inside"].pairs == int(np.sum(~(edges | edges_b)))
+    with pytest.raises(ValueError, match="not a scale"):
+        tr.compare_arms(cells, "adam", "dot", "3.0", "1")
+    with pytest.raises(ValueError, match="lacks"):
+        tr.compare_arms({}, "adam", "dot", "2.5", "1")
+
+
+def test_initial_alignment_reproduces_the_stored_first_loss(cells):
+    c = cells[("adam", "dot", 16, 32)]
+    align, loss, first = tr.initial_alignment(c)
+    assert align.shape == loss.shape == first.shape == (len(c["alphas"]), tr.SWEEP["seeds"])
+    np.testing.assert_allclose(loss, np.asarray(c["loss"])[:, :, 0], rtol=1e-5)  # the sweep stores six digits
+    assert np.all(np.abs(align) <= 1)
+    with pytest.raises(ValueError, match="dot-score"):
+        tr.initial_alignment(cells[("adam", "cosine", 16, 32)])
+
+
+def test_tables_and_figure(cells):
+    md = tr.results_table(cells, "adam", "dot")
+    assert md.count("\n") == 1 + 6 * 5  # header, rule and five scales in each of six cells
+    tests = {("adam", "2.5", "1"): tr.compare_arms(cells, "adam", "dot", "2.5", "1")[0]}
+    holm = {k: 0.5 for k in tests}
+    assert "| adam | 2.5 − 1 |" in tr.speed_table(tests, holm) and "| adam | 2.5 − 1 |" in tr.loss_table(tests, holm)
+    # no best rate at an edge: the column of the test without edge cells would repeat it, and is left out
+    assert "edge cells left out" not in tr.speed_table(tests, holm)
+    # with one cell's pairs dropped it appears, with the smaller count
+    (key, t), = tests.items()
+    a, b = tr.compare_arms(cells, "adam", "dot", "2.5", "1")[1]["speed"]
+    dropped = {key: {**t, "inside": tr.paired_comparison(a[5:], b[5:], resamples=100)}}
+    table = tr.speed_table(dropped, holm)
+    assert "edge cells left out" in table and "of 25," in table
+    with pytest.raises(ValueError, match="holm_p"):
+        tr.speed_table(tests, {})
+    fig = tr.loss_curves(cells, "sgd", "cosine", "t")
+    assert len(fig.axes) == 6
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+
+
+def test_bad_steps_and_rates_are_refused():
+    for bad in ([[np.nan, 20.0], [40.0, 60.0]], [[-20.0, 20.0]], [20.0, 40.0]):
+        with pytest.raises(ValueError, match="steps_to_target"):
+            tr.among_fastest({"steps_to_target": bad})
+    cell = {"labels": ["1"], "alphas": [1.0], "lrs": [0.01, 0.1], "best_lr": [2], "steps_to_target": [[20.0, 40.0]], "final_loss": [[0.1, 0.2]]}
+    with pytest.raises(ValueError, match="best_lr"):
+        tr.summary_rows(cell)
+    with pytest.raises(ValueError, match="best_lr"):
+        tr.summary_rows(dict(cell, best_lr=[-1]))
+    assert tr.steps_text(-np.inf) == "ref. never" and tr.steps_text(np.inf) == "never"
