@@ -62,11 +62,12 @@ pdf: $(STAMP)
 
 # Mutation testing with mutmut (the [mutate] extra, installed on first use), in a
 # scratch copy; prints the score per module. By default the mathematical core (about an
-# hour for 3,019 mutants on this 2-core machine); MUTATE_ARGS picks other modules.
-# Not part of make test. tests/MUTANTS.md has the scores and arguments.
+# hour for its 3,200 mutants on this 2-core machine); MUTATE_ARGS="SCRATCH MODULE ..."
+# picks other modules; SAMPLE=150 SEED=2026 runs a seeded uniform sample of the mutants
+# and scores it with a 95% interval. Not part of make test; CONTRIBUTING.md, "Mutation testing".
 mutate: $(STAMP)
 	$(BIN)/python -c 'import mutmut' 2>/dev/null || $(BIN)/python -m pip install --quiet --require-hashes -r requirements-tools.txt
-	bash tools/mutate.sh $(MUTATE_ARGS)
+	SAMPLE="$(SAMPLE)" SEED="$(SEED)" bash tools/mutate.sh $(MUTATE_ARGS)
 
 # JupyterLab on the chapters, in the book's environment (the [lab] extra of
 # pyproject.toml; installed into .venv on first use).
