@@ -73,7 +73,7 @@ def row_optimum(scores: ArrayLike, lo: float = 0.05, hi: float = 1e4, iterations
     ``(hi/lo)^(0.618^iterations)`` in ratio (adjacent floats at the defaults), but the
     objective is flat at its maximum, so rounding places the maximiser only to about
     ``3e-8`` relative (measured at most ``2.65e-8`` against the two-key closed form
-    ``2 u tanh u = 1``, ``tests/test_mutants_montecarlo.py``).
+    ``2 u tanh u = 1``, ``tests/test_montecarlo.py``).
     """
     z = _shifted_rows(scores)
     lo, hi = float(v.positive(v.real_number(lo, "lo"), "lo")), float(v.positive(v.real_number(hi, "hi"), "hi"))
@@ -276,7 +276,7 @@ def gap_density_at_zero(n: int) -> float:
 
     QUADPACK is asked for ``1e-11`` relative, which the result meets against ``mpmath``
     for ``n`` from 2 to the largest float (``tests/test_montecarlo.py``,
-    ``tests/test_mutants_montecarlo.py``)."""
+    ``tests/test_montecarlo.py``)."""
     count = v.integer_at_least(n, "n", 2)
     if count > v.LARGEST_FLOAT:  # a float from here: n may exceed the int64 range, not the float range
         raise ValueError(f"n must be at most the largest float, about 1.8e308, got an integer of {len(str(count))} digits")

@@ -16,8 +16,8 @@ Everything here works with ``log ive = log I_nu(x) - x`` in four regions
   (A&S 9.7.1), 10 terms;
 - otherwise, for ``nu < 100``: ``scipy.special.ive``.
 
-Accuracy, relative, measured against ``mpmath`` at 50 digits (``tests/test_cosine.py``,
-``tests/test_mutants_special.py``): ``log ive`` to a few ``1e-14`` of ``max(1, |log ive|)``.
+Accuracy, relative, measured against ``mpmath`` at 50 digits (``tests/test_special.py``):
+``log ive`` to a few ``1e-14`` of ``max(1, |log ive|)``.
 The ratio ``I_{nu+1}/I_nu`` and its complement ``1 - I_{nu+1}/I_nu`` come from the series
 (its mean index) and from Hankel's terms without cancellation, to about ``1e-14``. In the
 Debye and ``ive`` regions between them they are the ``exp`` and ``-expm1`` of the difference

@@ -39,7 +39,7 @@ integral a trapezoid rule in ``y`` with step 1/4; both are spectrally accurate
 The inner sums depend on ``alpha`` but not on ``n``: they are computed once per distinct
 ``alpha`` and reused for every ``n`` (and needle gap) at that ``alpha``.
 
-Accuracy (measured against 30-digit ``mpmath`` quadrature; ``tests/test_exact.py``):
+Accuracy (measured against 30-digit ``mpmath`` quadrature; ``tests/exact/``):
 relative error below 1e-11 for every function over normal scores with
 ``2 <= n <= 1e9``, ``0 <= alpha <= 50`` and cosine scores with ``2 <= d <= 4096``,
 ``alpha <= 1000``; the documented target is 1e-8.
