@@ -292,7 +292,15 @@ def rule_alpha(rule: str, n: ArrayLike, n_train: float = 512, gap: float = 5.0) 
     (with ``alpha0 = 1``, the ``alpha`` of the row). ``log512`` uses ``n_train`` as its base;
     ``ssmax`` and ``chiang_cholak``, which apply their factor in training too, give their
     factor at ``n`` over that at ``n_train``, ``ln n / ln n_train`` (so ``s`` drops out);
-    ``constant_needle`` uses ``gap``."""
+    ``constant_needle`` uses ``gap``.
+
+    Examples
+    --------
+    >>> round(float(rule_alpha("qwen_logn", 2048, n_train=512)), 6)  # ln 2048 / ln 512
+    1.222222
+    >>> float(rule_alpha("fixed", 2048))
+    1.0
+    """
     name = v.text(rule, "rule")
     _greater_than_one(n_train, "n_train")
     v.real_number(gap, "gap")

@@ -87,6 +87,28 @@ def alpha_star_normal(n: ArrayLike) -> NDArray[np.float64] | float:
     ``scipy.special.lambertw`` (the performance appendix: the ratio of medians
     stays within a factor of two either way) and, unlike the closed form, free of
     the cancellation in ``W0 - 1/2`` near ``n = 1``.
+
+    Parameters
+    ----------
+    n : real or array of reals
+        The number of keys in the row, each ``> 1``.
+
+    Returns
+    -------
+    float or ndarray
+        ``alpha*`` for each ``n`` (a float for a scalar ``n``).
+
+    Raises
+    ------
+    ValueError
+        ``n`` at most 1, not finite, or NaN; the message starts with ``n``.
+
+    Examples
+    --------
+    >>> round(alpha_star_normal(512), 4)
+    2.0084
+    >>> alpha_star_normal([64, 4096]).round(4)
+    array([1.5494, 2.4055])
     """
     m = v.lengths(n)
     log_n = np.log(m)
@@ -266,6 +288,30 @@ def alpha_star_cosine(n: ArrayLike, d: ArrayLike, *, iterations: int = 60) -> ND
     ten, when the bracket is below 4e-16 relative). All Bessel quantities are in the log domain
     (:mod:`attnscale.special`), so ``d`` up to 65536 (larger ``d`` is refused) and ``alpha`` up to
     ``1e25`` are fine.
+
+    Parameters
+    ----------
+    n : real or array of reals
+        The number of keys, each ``> 1``.
+    d : integer or array of integers
+        The dimension of the queries and keys, ``2 <= d <= 65536``.
+    iterations : int
+        The most regula-falsi steps (at least 1).
+
+    Returns
+    -------
+    float or ndarray
+        ``alpha*_cos`` broadcast over ``n`` and ``d``.
+
+    Raises
+    ------
+    ValueError
+        A bad ``n``, ``d`` or ``iterations``, named at the start of the message.
+
+    Examples
+    --------
+    >>> round(alpha_star_cosine(4096, 128), 1)
+    29.7
     """
     m = v.lengths(n)
     d_ = _bessel_dims(d)

@@ -159,7 +159,16 @@ def advice(n: float, d: int, scores: str = "dot") -> list[Advice]:
     one for ``scores`` first, then the lines for a model run on longer rows than it was
     trained on and for queries aligned with keys. The numbers come
     from the library (``alpha_star_cosine`` for cosine scores); the verdicts are the book's:
-    the exact theory of chapter 7 and the training experiment of chapter 10."""
+    the exact theory of chapter 7 and the training experiment of chapter 10.
+
+    Examples
+    --------
+    >>> first = advice(4096, 128)[0]
+    >>> first.situation, first.alpha
+    ('dot-product attention', 1.0)
+    >>> [a.situation for a in advice(4096, 128, "cosine")][0]
+    'cosine (QK-norm) attention'
+    """
     length, kind, dim = _arguments(n, d, scores)
     if length > 1e15:
         raise ValueError(f"n must be at most 1e15, the range of the book's exact theory (as recommend), got {length:g}")

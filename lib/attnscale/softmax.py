@@ -92,6 +92,30 @@ def softmax(s: ArrayLike, alpha: ArrayLike = 1.0, axis: int = -1) -> NDArray[np.
     ``alpha > 0``: the exponent is ``alpha (s_i - max s) <= 0``. Entries equal
     to ``-inf`` are masked out (probability 0). Works on batches: every slice
     along ``axis`` is one distribution.
+
+    Parameters
+    ----------
+    s : array of reals
+        The scores; ``-inf`` masks a key.
+    alpha : positive real or array
+        The scale, broadcast over the slices along ``axis``.
+    axis : int
+        The axis that holds one row.
+
+    Returns
+    -------
+    ndarray
+        The probabilities, the shape of ``s``.
+
+    Raises
+    ------
+    ValueError
+        NaN or ``+inf`` scores, a row with every key masked, or a bad ``alpha``.
+
+    Examples
+    --------
+    >>> softmax([1.0, 2.0, 3.0]).round(4)
+    array([0.09  , 0.2447, 0.6652])
     """
     arr, a, ax = _logits(s, alpha, axis)
     return _softmax_checked(arr, a, ax)
@@ -184,7 +208,14 @@ def jacobian_half_l1(J: ArrayLike) -> NDArray[np.float64]:
 
 def gradient_l1(p: ArrayLike, alpha: ArrayLike = 1.0) -> NDArray[np.float64]:
     """The closed form of the softmax Jacobian's size,
-    ``(1/2) ||J||_1 = alpha (1 - sum_i p_i^2)``, along the last axis of ``p``."""
+    ``(1/2) ||J||_1 = alpha (1 - sum_i p_i^2)``, along the last axis of ``p``.
+
+    Examples
+    --------
+    >>> p = softmax([1.0, 2.0, 3.0], alpha=2.0)
+    >>> bool(np.isclose(gradient_l1(p, 2.0), 0.5 * np.abs(softmax_jacobian(p, 2.0)).sum()))
+    True
+    """
     arr = v.probabilities(p, "p")
     a = _alpha_for_batch(alpha, arr.shape[:-1])
     # 1 - sum p^2 = sum_i p_i sum_{j != i} p_j, which keeps its relative accuracy in saturated rows

@@ -55,6 +55,13 @@ def expected_sum_p2(n: ArrayLike, alpha: ArrayLike, d: int | None = None) -> Out
     ``2 <= n <= 1e9``, ``alpha <= 50`` (normal) and ``2 <= d <= 4096``, ``alpha <= 1000``
     (cosine). Cost: the inner sums are computed once per distinct ``alpha``; a grid of
     200 ``alpha`` values times 10 ``n`` takes well under a second (``bench/bench_exact.py``).
+
+    Examples
+    --------
+    >>> round(float(expected_sum_p2(64, 0.0)), 12) == round(1 / 64, 12)
+    True
+    >>> round(float(expected_sum_p2(64, 1.0)), 6)
+    0.038804
     """
     return _bulk("p2", n, alpha, d)
 
@@ -85,6 +92,12 @@ def expected_entropy(n: ArrayLike, alpha: ArrayLike, d: int | None = None) -> Ou
     contribute the binary entropy of ``sigmoid(alpha delta)``, whose integral over
     ``delta >= 0`` is ``pi^2 / (6 alpha)``). Same arguments and accuracy as
     :func:`expected_sum_p2` (relative error below 1e-11).
+
+    Examples
+    --------
+    >>> import math
+    >>> math.isclose(expected_entropy(64, 0.0), math.log(64), rel_tol=1e-12)
+    True
     """
     return _bulk("entropy", n, alpha, d)
 
