@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from attnscale import exact, exact as E
-from attnscale.exact import meanfield
 from expect import refuses
 
 
@@ -43,45 +42,22 @@ def test_mean_field_limit_accepts_the_largest_step():
     assert a == pytest.approx(1.0121793124, abs=1e-9)
 
 
-def test_mean_field_limit_walks_each_grid_point_once(monkeypatch):
-    """The walk over alpha = step, 2 step, ... evaluates every grid point once, in order,
-    so its cost is linear in alpha/step: `lo = grid[+1]` restarted each block two points up
-    (20 times the work), and `grid[-2]` or `arange(41)` re-evaluated a point per block."""
-    seen = []
-    real = meanfield.mean_field_ratio
+@pytest.mark.parametrize("n, factor, step", [(64, 1.1, 0.05), (1e6, 1.1, 0.02), (4096, 2.0, 0.05)])
+def test_mean_field_limit_is_the_first_crossing_to_1e_12(n, factor, step):
+    """The documented search: the first alpha at which |log ratio| passes log(factor), refined to
+    1e-12. Against an independent route: a fine scan of the public ratio for the first sign
+    change, then SciPy's brentq to 1e-15 inside it."""
+    from scipy.optimize import brentq
 
-    def spy(n, alpha):
-        if np.ndim(alpha):
-            seen.append(np.array(alpha, dtype=float))
-        return real(n, alpha)
+    def g(a):
+        return abs(math.log(E.mean_field_ratio(n, a))) - math.log(factor)
 
-    monkeypatch.setattr(meanfield, "mean_field_ratio", spy)
-    step = 0.02
-    a = E.mean_field_limit(1e6, 1.1, step=step)
-    walked = np.concatenate(seen)
-    assert a / step < walked.size <= a / step + 41  # it stops within one block of 40 past the crossing
-    np.testing.assert_allclose(walked, step * np.arange(1, walked.size + 1), rtol=1e-12)
-
-
-def test_mean_field_limit_refines_one_grid_cell_to_1e_12(monkeypatch):
-    """The docstring's search: the crossing is located on the grid alpha = step, 2 step, ...
-    and refined by Brent's method to 1e-12. So Brent gets the one grid cell
-    [alpha_k - step, alpha_k] in which |log ratio| first passes log(factor), with xtol = 1e-12."""
-    calls = []
-    real = meanfield.brentq
-
-    def spy(f, a, b, **kwargs):
-        calls.append((a, b, kwargs))
-        return real(f, a, b, **kwargs)
-
-    monkeypatch.setattr(meanfield, "brentq", spy)
-    step = 0.05
-    root = E.mean_field_limit(64, 1.1, step=step)
-    ((a, b, kwargs),) = calls
-    assert kwargs.get("xtol") == 1e-12
-    assert b - a == pytest.approx(step, rel=1e-9)
-    assert round(b / step) == math.ceil(root / step)  # b is the first grid point past the crossing
-    assert math.log(E.mean_field_ratio(64, root)) == pytest.approx(math.log(1.1), rel=1e-9, abs=0)
+    grid = np.arange(1, 4001) * (step / 8)
+    values = np.array([g(a) for a in grid])
+    k = int(np.argmax(values > 0))
+    assert k > 0 and values[k - 1] <= 0
+    ref = brentq(g, grid[k - 1], grid[k], xtol=1e-15)
+    assert E.mean_field_limit(n, factor, step=step) == pytest.approx(ref, abs=2e-12, rel=0)
 
 
 # E sum p^2 for normal scores from test_exact's table of nested 25-digit mpmath quadratures
