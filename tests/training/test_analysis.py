@@ -366,3 +366,53 @@ def test_bad_steps_and_rates_are_refused():
     with pytest.raises(ValueError, match="best_lr"):
         tr.summary_rows(dict(cell, best_lr=[-1]))
     assert tr.steps_text(-np.inf) == "ref. never" and tr.steps_text(np.inf) == "never"
+
+
+def test_the_gradient_check_runs_on_the_documented_model(monkeypatch):
+    """Two seeds, three scales 0.7, 1.7 and 3, d = 6, four examples of n = 5 keys (the
+    chapter's prose and the docstring)."""
+    right = an.loss_and_grads
+    seen = []
+
+    def spy(params, batch, scales, kind):
+        seen.append((np.array(scales, dtype=float), {k: w.shape for k, w in params.items()}, batch["K"].shape))
+        return right(params, batch, scales, kind)
+
+    monkeypatch.setattr(an, "loss_and_grads", spy)
+    assert tr.finite_difference_error("dot")[1] == 2 * 2 * 3 * 6 * 6  # every weight of both matrices of the six models
+    for scales, shapes, keys in seen:
+        assert scales.tolist() == [0.7, 1.7, 3.0]
+        assert shapes == {"Wq": (2, 3, 6, 6), "Wk": (2, 3, 6, 6)}
+        assert keys == (2, 4, 5, 6)
+
+
+@pytest.mark.parametrize("kind", tr.KINDS)
+def test_a_planted_gradient_error_is_reported_relative_to_at_least_one(monkeypatch, kind):
+    """Every partial derivative off by 0.5: an entry whose difference quotient is below 1
+    in size shows the full 0.5 (relative to max(1, |quotient|)), so the worst is 0.5."""
+    right = an.loss_and_grads
+
+    def off(params, batch, scales, kind):
+        loss, grads, extra = right(params, batch, scales, kind)
+        return loss, {k: g + 0.5 for k, g in grads.items()}, extra
+
+    monkeypatch.setattr(an, "loss_and_grads", off)
+    worst, count = tr.finite_difference_error(kind)
+    assert count == 432
+    assert math.isclose(worst, 0.5, rel_tol=1e-6)
+
+
+@pytest.mark.parametrize("kind", tr.KINDS)
+def test_a_backward_pass_using_another_models_weights_is_caught(monkeypatch, kind):
+    """The models of a seed start from one shared draw; the check perturbs each of them
+    away from it, so a backward pass that took the first model's weights for all three
+    (the loss itself right) no longer agrees with the central differences."""
+    right = an.loss_and_grads
+
+    def shared(params, batch, scales, kind):
+        loss, _, extra = right(params, batch, scales, kind)
+        first = {k: np.repeat(w[:, :1], w.shape[1], axis=1) for k, w in params.items()}
+        return loss, right(first, batch, scales, kind)[1], extra
+
+    monkeypatch.setattr(an, "loss_and_grads", shared)
+    assert tr.finite_difference_error(kind)[0] > 1e-4

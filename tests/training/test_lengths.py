@@ -341,3 +341,24 @@ def test_bad_input_is_refused_by_name():
         length_transfer(8, 6, factor=1, **TINY2)
     with pytest.raises(FileNotFoundError, match="sweep-lengths"):
         load_lengths("/no/such/file.json")
+
+
+SMALLEST = {"steps": 1, "seeds": 1, "eval_size": 4, "validation_size": 4, "grid": 3}
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return length_transfer(8, 6, **SMALLEST)
+
+
+def test_a_fresh_length_run_has_the_fields_of_a_stored_cell(tiny):
+    """Chapter 10 reads c["n"], c["d"], c["alphas"], c["short"], c["calibrated"], ... of
+    the stored cells, which the runner writes from length_transfer's result."""
+    raw = json.loads(STORED.read_text())
+    assert set(tiny) == set(raw["cells"][0])
+
+
+def test_a_fresh_length_run_reports_its_length_width_and_training_scales(tiny):
+    assert (tiny["n"], tiny["d"], tiny["factor"]) == (8, 6, 4)
+    assert tiny["trained"] == ["1", "log512 n", "ln n"]
+    np.testing.assert_allclose(tiny["alphas"], [1.0, 3 / 9, math.log(8)], rtol=1e-14)
