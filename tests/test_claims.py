@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from attnscale.claims import RECOMPUTE, evaluate_register, load_register, numbers_of
 
@@ -143,3 +144,22 @@ def test_a_refutation_must_confirm_the_correction():
     assert refuted(False, True, rec) is False and refuted(True, True, rec) is True
     with pytest.raises(RuntimeError, match=r"^record 'some-record': the check rejects the register's correction too"):
         refuted(False, False, rec)
+
+
+def test_one_bound_for_approximately(tmp_path):
+    """Every record that can hold approximately uses the register's one bound, and a record
+    with another bound is refused; the bound decides as documented: within it "approximate",
+    beyond it "wrong", whatever the record's own rtol."""
+    from attnscale.claims import APPROXIMATE_RTOL, load_register, verdict
+
+    bounds = {r["id"]: r["approx_rtol"] for r in RECORDS if "approx_rtol" in r}
+    assert bounds and set(bounds.values()) == {APPROXIMATE_RTOL}
+    rec = next(r for r in RECORDS if r["id"] == "su23a-t73-conclusion")
+    bad = tmp_path / "claims.yml"
+    bad.write_text(yaml.safe_dump([dict(rec, approx_rtol=0.2)]))
+    with pytest.raises(ValueError, match="one bound for 'approximate'"):
+        load_register(bad)
+    base = {"id": "x", "claimed": 1.0, "rtol": 0.01, "approx_rtol": APPROXIMATE_RTOL}
+    assert verdict(base, 1.0 / (1 - 0.9 * APPROXIMATE_RTOL)) == "approximate"
+    assert verdict(base, 1.0 / (1 - 1.1 * APPROXIMATE_RTOL)) == "wrong"
+    assert verdict({k: v for k, v in base.items() if k != "approx_rtol"}, 1.0 / (1 - 0.5 * APPROXIMATE_RTOL)) == "wrong"

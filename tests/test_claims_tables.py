@@ -195,3 +195,21 @@ def test_bad_chapter_fields_are_refused():
     with pytest.raises(ValueError, match="doc"):
         chapter_table("chapters/99_nothing", RECORDS)
     assert r"a \| b" in chapter_table(doc, [dict(rec, chapter_claim="a | b")])
+
+
+def test_a_computed_number_in_a_reason_comes_from_the_recomputation():
+    """``{value...}`` in chapter_verdict is filled with the record's recomputed value (an
+    entry of a list, a format specification), and a table cannot print a number its
+    recomputation did not give."""
+    from attnscale.claims import recompute
+    from attnscale.claims._tables import fill_values
+
+    assert fill_values("c = {value[1]:.2f}, {value[0]:.0%} and {value[2]}", [0.5, 2.345, 1 / 3], "r") == "c = 2.35, 50% and 0.3333"
+    assert fill_values("{value:.3f} of it", 0.4273, "r") == "0.427 of it" and fill_values("no number", None, "r") == "no number"
+    for bad, value, match in (("{value}", [1.0, 2.0], "names no entry"), ("{value[3]}", [1.0], "entry 3"), ("{value}", True, "recomputed number")):
+        with pytest.raises(ValueError, match=match):
+            fill_values(bad, value, "r")
+    rec = next(r for r in RECORDS if r["id"] == "su23a-c-table-d32")
+    assert "{value" in rec["chapter_verdict"]
+    shown = rows(chapter_table(rec["where"]["doc"], [rec]))[0]
+    assert f"recomputed {recompute(rec)[0]:.2f}" in shown and "{value" not in shown

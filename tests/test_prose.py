@@ -27,6 +27,15 @@ not a typed number of the prose:
   versions: a number after "Python", "version", "release" or "v", or followed by ``.x``
   or ``+`` ("Python 3.11", "3.11+", "1.x").
 
+**The claims tables.** A chapter's table of what the sources say (a code cell calling
+``attnscale.claims.chapter_table``) is generated, but from texts typed into the register,
+``chapters/claims.yml``: each row's claim (``chapter_claim``, else ``statement``) and its
+one-line reason (``chapter_verdict``, else the first sentence of ``note`` or ``why``, as
+``short_reason`` cuts it). Those texts are read as the page's markdown, against the same
+allow-list; a number the record's recomputation gives is written ``{value:.2f}`` in
+``chapter_verdict`` and filled in by the table (``attnscale.claims._tables.VALUE``), so it
+is not read.
+
 A number is read as typed, without its sign (``-0.52`` is ``0.52``): digits with one
 decimal point (``2.10``, ``0.5e-3``), or a number with a percent sign (``5%``, ``5\\%``,
 ``5 %``, ``5 percent``, all read as ``5%``).
@@ -246,8 +255,35 @@ def typed_numbers(markdown: str, where: str = "") -> list[Found]:
     return found
 
 
+TABLE_CALL = re.compile(r"""chapter_table\(\s*["']([^"']+)["']""")
+
+
+def table_blocks(path: Path, records: list[dict] | None = None) -> list[Block]:
+    """The register's texts that the page's claims table shows (none for a page without one):
+    per record of the table, its claim and its reason as ``short_reason`` cuts it, with every
+    computed ``{value...}`` blanked."""
+    from attnscale.claims import REGISTER, load_register
+    from attnscale.claims._tables import VALUE, short_reason
+
+    if path.suffix != ".ipynb":
+        return []
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    docs = [d for c in nb["cells"] if c["cell_type"] == "code" for d in TABLE_CALL.findall("".join(c["source"]))]
+    if not docs:
+        return []
+    records = load_register(Path(REGISTER)) if records is None else records
+    ids = [str(r["id"]) for r in records]
+    blocks = []
+    for rec in (r for r in records if r["where"].get("doc") in docs):
+        claim = str(rec.get("chapter_claim") or rec["statement"])
+        reason = short_reason(str(rec.get("chapter_verdict") or rec.get("note") or rec.get("why") or ""), ids)
+        for part, text in (("claim", claim), ("reason", reason)):
+            blocks.append(Block(f"claims table, {rec['id']}, {part}", VALUE.sub(lambda m: _blank(m.group()), " ".join(text.split()))))
+    return blocks
+
+
 def page_numbers(path: Path) -> list[Found]:
-    return [f for block in markdown_blocks(path) for f in typed_numbers(block.text, block.where)]
+    return [f for block in markdown_blocks(path) + table_blocks(path) for f in typed_numbers(block.text, block.where)]
 
 
 # ---------------------------------------------------------------- the allow-lists
@@ -318,8 +354,8 @@ def test_every_typed_number_is_glued_or_listed_with_its_reason(path):
     bad = unlisted(page_numbers(path), load_allow_list(path))
     assert not bad, (
         f"{_page_id(path)}: {len(bad)} typed number(s) neither glued nor listed in "
-        f"{allow_list_path(path).relative_to(ROOT)} (glue a computed number with attnscale.page; list a quoted "
-        "constant or a setting with its reason):\n  " + "\n  ".join(map(str, bad))
+        f"{allow_list_path(path).relative_to(ROOT)} (glue a computed number with attnscale.page, or write it "
+        "{value:.2f} in the register's chapter_verdict; list a quoted constant or a setting with its reason):\n  " + "\n  ".join(map(str, bad))
     )
 
 
@@ -493,3 +529,22 @@ def test_the_history_detector_finds_sentences_about_earlier_versions():
     found = history_sentences(text)
     assert len(found) == 4 and not any("no longer normalised" in s or "Vaswani" in s for s in found), found
     assert history_sentences("Su's note was written in 2023; the `was corrected` flag is code.") == []
+
+
+def test_the_claims_table_texts_are_read_and_computed_values_are_not(tmp_path):
+    nb = {"cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# A page"]},
+        {"cell_type": "code", "metadata": {}, "execution_count": 1, "outputs": [],
+         "source": ["display(Markdown(chapter_table(\"chapters/99_made_up\")))"]},
+    ], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "99_made_up.ipynb"
+    path.write_text(json.dumps(nb))
+    base = {"source": {"file": "x"}, "claimed": 1.0, "verdict": "holds", "where": {"doc": "chapters/99_made_up", "label": "x"}}
+    records = [
+        dict(base, id="a", statement="c = 3.5 in the fit", chapter_verdict="recomputed {value[0]:.2f}, 12% off at $n = 40$"),
+        dict(base, id="b", statement="plain", note="simulated 0.0055. A second sentence with 9.5 is not shown."),
+        dict(base, id="c", statement="elsewhere", note="1.5", where={"doc": "chapters/98_other", "label": "x"}),
+    ]
+    found = [(f.number, f.where.split(", line")[0]) for b in table_blocks(path, records) for f in typed_numbers(b.text, b.where)]
+    assert found == [("3.5", "claims table, a, claim"), ("12%", "claims table, a, reason"), ("0.0055", "claims table, b, reason")]
+    assert table_blocks(tmp_path.parent / "intro.md", records) == []

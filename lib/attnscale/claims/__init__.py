@@ -7,6 +7,17 @@ claimed quantity through the library (never from a value typed into the
 register) and returns either a number or array, compared with the claimed
 value by :func:`verdict`, or a boolean that says whether a statement holds.
 
+**The verdict rule.** A number is compared with the recomputed value relative to the
+recomputed value: it **holds** within the record's ``rtol`` (plus ``atol``), set by how the
+source rounds it or by the recomputation's own error (a Monte Carlo standard error); it
+holds **approximately** within :data:`APPROXIMATE_RTOL` (15%), the register's one bound,
+at every point of the range the claim covers; beyond that it is **wrong**. Only a claim the
+source states as approximate (an "about", a fitted formula, a range) can hold
+approximately, and its record says so with ``approx_rtol: 0.15``; a number or identity
+stated as exact carries no ``approx_rtol`` and is right or wrong. A fit's coefficient is a
+number the source computed, judged as a number; how well the fitted formula follows the
+optimum is a separate claim, judged by the 15% bound.
+
 A record about the content of another paper may instead name the paper in
 ``checked_against``: its verdict then comes from reading that paper, and such a
 record may not carry a number (a number from a paper goes through the
@@ -29,9 +40,11 @@ from ._registry import RECOMPUTE
 from ._page import register_page, show_value
 from ._tables import chapter_table
 
-__all__ = ["RECOMPUTE", "recompute", "verdict", "VERDICTS", "load_register", "evaluate_register", "numbers_of", "chapter_table", "register_page", "show_value"]
+__all__ = ["RECOMPUTE", "recompute", "verdict", "VERDICTS", "APPROXIMATE_RTOL", "load_register", "evaluate_register", "numbers_of", "chapter_table", "register_page", "show_value"]
 
 VERDICTS = ("holds", "approximate", "wrong", "not checkable")
+#: the register's one bound for "approximate": relative error at every point of the claimed range
+APPROXIMATE_RTOL = 0.15
 #: the register in this repository
 REGISTER = in_book("chapters/claims.yml")
 
@@ -51,7 +64,8 @@ def verdict(record: dict, value: Any) -> str:
     recomputation tests); numbers are compared with ``claimed`` (or
     ``claimed_value`` where the claim is stated in words) using the record's
     ``atol`` (absolute slack, for values rounded by the source) plus ``rtol``
-    (holds) or ``approx_rtol`` (approximate)."""
+    (holds) or ``approx_rtol`` (approximate; in the register always :data:`APPROXIMATE_RTOL`,
+    which :func:`load_register` enforces)."""
     record = v.mapping(record, "record", ("id",))
     if "claimed" not in record and "claimed_value" not in record:
         raise ValueError(f"record {record['id']!r} lacks the entries ['claimed'] to compare with")
@@ -83,6 +97,9 @@ def _check_record(rec: dict) -> None:
         raise ValueError(f"record {rec['id']!r} is not checkable but says not why")
     if rec["verdict"] != "not checkable" and "recompute" not in rec and not rec.get("checked_against"):
         raise ValueError(f"record {rec['id']!r} has a verdict but no recomputation")
+    if "approx_rtol" in rec and rec["approx_rtol"] != APPROXIMATE_RTOL:
+        raise ValueError(f"record {rec['id']!r}: approx_rtol is the register's one bound for 'approximate', "
+                         f"{APPROXIMATE_RTOL}, or absent (a claim stated as exact), got {rec['approx_rtol']!r}")
     if rec.get("checked_against") and ("recompute" in rec or "claimed_value" in rec or not isinstance(rec["claimed"], str)):
         raise ValueError(f"record {rec['id']!r} is read in a paper, so it can carry neither a number nor a recomputation")
 

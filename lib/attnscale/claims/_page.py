@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from ._tables import fill_values
+
 #: source note -> the title the register page gives it
 SOURCE_TITLES = {
     "000_051da7c3837b8577.txt": "Su (2023), 'The scale of attention from gradient maximisation', with its appended notes",
@@ -120,7 +122,7 @@ def _row(r: dict) -> str:
     doc = r["where"]["doc"]
     name = doc.split("/")[-1]
     claim = _rich(r["chapter_claim"], doc) if "chapter_claim" in r else html.escape(r["statement"])
-    note = _rich(r.get("note") or r.get("why") or "", doc)
+    note = _rich(fill_values(r.get("note") or r.get("why") or "", r["value"], str(r["id"])), doc)
     claimed = _rich(r["claimed"], doc) if isinstance(r["claimed"], str) else html.escape(show_value(r["claimed"]))
     link = f'<a href="{_page_of(doc)}#{html.escape(str(r["where"]["label"]))}">{html.escape(name.split("_", 1)[-1].replace("_", " "))}</a>'
     rid = html.escape(str(r["id"]))

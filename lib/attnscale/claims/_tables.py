@@ -12,7 +12,10 @@ text, trimmed to about ``REASON_LIMIT`` characters by ``short_reason``.
 These fields, and ``note`` and ``why`` themselves, are written with ``$...$``
 maths and plain Markdown links only: the table is a notebook output, where MyST
 roles do not render. The verdict word itself always comes from the record's
-``verdict``.
+``verdict``. A number that the record's recomputation computes is not typed in
+``chapter_verdict`` but written ``{value}``, ``{value:.2f}`` or ``{value[2]:.2f}``
+(an entry of a list, then a format specification), which :func:`fill_values` fills
+with the recomputed value (:data:`VALUE` finds them).
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+
+import numpy as np
 
 #: the register's verdict -> the word the chapters print, in bold
 VERDICT_WORDS = {"holds": "holds", "approximate": "holds approximately", "wrong": "wrong", "not checkable": "not checkable here"}
@@ -49,7 +54,33 @@ _ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|cf|vs|al|eqs?|Eqs?|figs?|Figs?|ch
 #: where a long sentence may be cut, best first: the clause before survives on its own
 _CLAUSE_BREAKS = ("; ", ", and ", ", but ", ", so ", ", which ", ", where ", ", while ")
 _LINK = re.compile(r"\[([^\]]*)\]\(#[^)]*\)")
+#: a computed number in a register text: ``{value}``, ``{value:.2f}``, ``{value[2]:.0%}``
+VALUE = re.compile(r"\{value(?:\[(?P<index>\d+)\])?(?::(?P<spec>[^{}]*))?\}")
 _MATHS = re.compile(r"\$([^$]*)\$")
+
+
+def fill_values(text: str, value: object, rid: str = "?") -> str:
+    """``text`` with every ``{value...}`` (:data:`VALUE`) replaced by the recomputed ``value``:
+    ``{value[i]}`` takes entry ``i`` of a list or array, and the part after a colon is a
+    format specification (``".2f"``, ``".0%"``); without one a number prints as ``{:.4g}``.
+    Raises ValueError naming the record when a value is missing, not a number, or has no
+    such entry."""
+    if not VALUE.search(text):
+        return text
+
+    def one(m: re.Match) -> str:
+        if value is None or isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"record {rid!r}: {m.group()} needs a recomputed number, got {value!r}")
+        arr = np.ravel(np.asarray(value, dtype=float))
+        i = int(m["index"]) if m["index"] is not None else None
+        if i is None and arr.size != 1:
+            raise ValueError(f"record {rid!r}: {m.group()} names no entry of the {arr.size} recomputed values (write {{value[0]}})")
+        if i is not None and i >= arr.size:
+            raise ValueError(f"record {rid!r}: {m.group()} asks for entry {i} of {arr.size} recomputed values")
+        x = float(arr[0 if i is None else i])
+        return format(x, m["spec"] or ".4g")
+
+    return VALUE.sub(one, text)
 
 
 def _plain(text: str) -> str:
@@ -160,9 +191,17 @@ def _verdict_cell(rec: dict, ids: Iterable[str]) -> str:
     word = f"**{VERDICT_WORDS[rec['verdict']]}**"
     if "chapter_verdict" in rec:
         text = _markdown(rec["chapter_verdict"], "chapter_verdict", rec["id"])
+        if VALUE.search(text):
+            from . import recompute
+
+            text = fill_values(text, recompute(rec), rec["id"])
     else:
         note = rec.get("note") or rec.get("why") or ""
         text = _markdown(note, "note", rec["id"]) if note else ""
+        if VALUE.search(text):
+            from . import recompute
+
+            text = fill_values(text, recompute(rec), rec["id"])
     reason = short_reason(text, ids) if text else ""
     if not reason:
         return word
