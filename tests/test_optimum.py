@@ -120,12 +120,6 @@ def test_alpha_star_normal_raises_rather_than_return_an_unconverged_value(monkey
         optimum.alpha_star_normal(1e6)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _thirty_digits():
-    with mp.workdps(30):
-        yield
-
-
 def test_collision_and_objective_normal_closed_forms():
     for a, n in [(0.5, 10.0), (1.5, 1e3), (3.0, 2.0)]:
         c = float(mp.exp(mp.mpf(a) ** 2) / n)

@@ -272,12 +272,6 @@ def test_power_weights_neither_overflow_nor_underflow_in_the_scale():
 RNG = np.random.default_rng(20240611)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _thirty_digits():
-    with mp.workdps(30):
-        yield
-
-
 def dense_jacobian(p, alpha):
     """J = alpha (diag p - p p^T), built from the definition."""
     p = np.asarray(p, float)

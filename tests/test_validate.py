@@ -7,18 +7,11 @@ Elsewhere tests pin only the name at the start of a message (tests/test_refusals
 
 from __future__ import annotations
 
-import mpmath as mp
 import numpy as np
 import pytest
 
 from attnscale import _validate as v
 from expect import named
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _thirty_digits():
-    with mp.workdps(30):
-        yield
 
 
 def test_validators_reject_bools_and_name_the_type():
