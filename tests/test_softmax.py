@@ -399,18 +399,18 @@ def test_jacobian_spectral_norm_error_names_p():
 
 
 @pytest.mark.parametrize(
-    's, axis, name',
+    "s, axis, shown",
     [
-        ([0.0, np.nan], -1, 's'),
-        ([0.0, np.inf], -1, 's'),
-        (np.zeros((0, 3)), 0, 's'),
-        ([[0.0, 1.0], [-np.inf, -np.inf]], -1, 's'),
+        ([0.0, np.nan], -1, "[0.0, nan]"),  # the offending scores
+        ([0.0, np.inf], -1, "-inf"),  # what is allowed instead
+        (np.zeros((0, 3)), 0, "(0, 3)"),  # the shape
+        ([[0.0, 1.0], [-np.inf, -np.inf]], -1, "masked"),  # why the slice has no softmax
     ],
 )
-def test_softmax_score_errors_word_for_word(s, axis, name):
-    with pytest.raises(ValueError) as info:
+def test_softmax_refuses_bad_scores_naming_s_and_saying_what_is_wrong(s, axis, shown):
+    with pytest.raises(ValueError, match=named("s")) as info:
         softmax(np.array(s), 1.0, axis)
-    assert str(info.value).startswith(name)
+    assert shown in str(info.value)
 
 
 def test_power_weights_messages_defaults_axis_and_extreme_scales():
