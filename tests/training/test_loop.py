@@ -20,6 +20,15 @@ TINY = {"n": 4, "d": 4, "kind": "dot", "alphas": [1.0], "lrs": [1e-2], "seeds": 
 
 
 
+@pytest.mark.parametrize("marks, shown", [([0, 0.5, 1], "0.5"), ([0, 2, 1], "[0.0, 2.0, 1.0]"), ([1, 1], "[1.0, 1.0]")])
+def test_train_refuses_bad_evaluation_steps_showing_them(marks, shown):
+    """eval_steps must be increasing whole steps from 0 to steps: a refusal names eval_steps
+    and shows the steps it got, so that the caller sees which one is wrong."""
+    with pytest.raises(ValueError, match=named("eval_steps")) as info:
+        train(0, **{**TINY, "steps": 2, "eval_steps": marks})
+    assert shown in str(info.value)
+
+
 def test_evaluation_steps_refuse_a_step_count_beyond_int64_by_name():
     """The schedule is an int64 array, so 2^63 steps cannot be held; at resolution 1 the
     schedule doubles, so it reaches 2^63 in 63 marks and the refusal is quick. The largest
