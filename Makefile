@@ -18,7 +18,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 CHAPTERS := $(sort $(wildcard chapters/*.ipynb))
 
-.PHONY: help venv book lab pdf mutate test lint site-then-browser test-code test-lib test-notebooks test-site test-browser test-portable bench timings sweep sweep-main sweep-learned sweep-adamw sweep-lengths execute lock clean
+.PHONY: help venv book lab pdf mutate test lint site-then-browser test-code test-lib test-notebooks test-site test-browser test-portable bench timings sweep sweep-main sweep-learned sweep-adamw sweep-lengths sweep-lm execute lock clean
 
 help:
 	@echo "make book      build the site into _build/html"
@@ -35,6 +35,7 @@ help:
 	@echo "make sweep-learned  only the learned-scale arm (about 10 min)"
 	@echo "make sweep-adamw    only the AdamW arm (dot scores, weight decay 0.1, 0.01 and 1; about 8 min)"
 	@echo "make sweep-lengths  only the length arm (train at n, test at 4n; about 2 min)"
+	@echo "make sweep-lm  train the byte-level language models of chapter 14 (JAX on CPU; about 2 hours on two busy cores; resumes)"
 	@echo "make clean     remove _build"
 
 venv: $(STAMP)
@@ -174,6 +175,12 @@ sweep-adamw: $(STAMP)
 # Train at n, test at 4n under Part III's length rules (dot scores, Adam).
 sweep-lengths: $(STAMP)
 	$(SWEEP_RUN) --arms lengths
+
+# The byte-level transformer of chapter 14 (JAX on CPU): each group of runs (one compiled,
+# vmapped step over its seeds, rates and scales) is stored in chapters/data/bytelm/ when it
+# ends; a group already stored is skipped, so an interrupted sweep resumes.
+sweep-lm: $(STAMP)
+	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m attnscale.bytelm
 
 execute: $(STAMP)
 	$(BIN)/python tools/notebooks.py $(CHAPTERS)
