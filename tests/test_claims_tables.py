@@ -20,7 +20,7 @@ from attnscale.claims._tables import REASON_LIMIT, SOURCE_NAMES, VERDICT_WORDS, 
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = load_register(ROOT / "chapters" / "claims.yml")
-CHAPTERS = sorted(ROOT.glob("chapters/0*_*.ipynb")) + [ROOT / "chapters" / "10_training.ipynb"]
+CHAPTERS = sorted(ROOT.glob("chapters/0*_*.ipynb")) + [ROOT / "chapters" / "10_training.ipynb", ROOT / "chapters" / "14_real_attention.ipynb"]
 DOCS = sorted({r["where"]["doc"] for r in RECORDS})
 CALL = re.compile(r"""chapter_table\(\s*["']([^"']+)["']""")
 BOLD_VERDICT = re.compile(r"\*\*\s*(holds|approximate|wrong|not checkable)\b", re.IGNORECASE)

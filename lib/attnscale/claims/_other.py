@@ -6,7 +6,7 @@ import numpy as np
 
 from ..montecarlo import typical_optimum_normal
 from ..softmax import jacobian_max_entry, softmax
-from ._registry import inputs, register
+from ._registry import inputs, refuted, register
 
 
 @register
@@ -101,3 +101,33 @@ def attention_cost(rec: dict) -> bool:
     if inputs(rec)["resource"] == "time":
         return all(1 <= r <= 6 for r in time.values())
     return max(r for (n, d), r in memory.items() if d <= n) <= 5 and max(memory.values()) > 1000
+
+
+@register
+def lm_advice_lower_loss(rec: dict) -> bool:
+    """Whether the dot scale ``arm`` (inputs) ends with a lower validation loss than
+    ``reference`` (1) in the byte-level language model of chapter 14: the paired t-test over
+    the confirmation's fresh seeds, each scale at the rate it chose, with p below 0.05. A
+    "wrong" answer also needs the correction the register gives, a significantly higher loss
+    (:func:`refuted`)."""
+    from ..bytelm import analysis, sweep
+
+    arm, ref = float(inputs(rec)["arm"]), float(inputs(rec)["reference"])
+    conf = analysis.confirmation(sweep.load())
+    if ref != 1.0:
+        raise ValueError(f"record {rec.get('id')!r}: the comparisons are against alpha = 1, got reference {ref}")
+    t = analysis.paired_against_one({1.0: conf[1.0], arm: conf[arm]})[arm]
+    lower, higher = t["mean"] < 0 and t["p"] < 0.05, t["mean"] > 0 and t["p"] < 0.05
+    return lower if lower else refuted(lower, higher, rec)
+
+
+@register
+def lm_rate_rule_in_interval(rec: dict) -> bool:
+    """Whether the claimed exponent of eta_best ~ alpha^b lies in the 95% bootstrap interval of
+    the exponent measured in the byte-level language model of chapter 14 (AdamW, the rate grid
+    of the seeds that choose the rate)."""
+    from ..bytelm import analysis, sweep
+
+    table = analysis.dot_table(sweep.load(), sorted(sweep.SWEEP["alphas"]))
+    ex = analysis.rate_exponent(table)
+    return bool(ex["low"] <= float(rec["claimed"]) <= ex["high"])
