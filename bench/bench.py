@@ -307,6 +307,25 @@ def bench_typical() -> dict:
     return out
 
 
+# ---- the command line's cold start ----------------------------------------------
+
+
+def bench_cold_start() -> dict:
+    """``python -m attnscale recommend`` as a reader runs it: a new interpreter each time
+    (the import of the package, of NumPy and SciPy's special functions, and the
+    computation), against the interpreter that only imports NumPy, the floor every run
+    pays. The target: half a second."""
+    base = [sys.executable, "-c", "import numpy"]
+    cli = [sys.executable, "-m", "attnscale", "recommend", "--n", "4096", "--d", "128"]
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "check": True}
+    out: dict = {"command": "python -m attnscale recommend --n 4096 --d 128", "target_seconds": 0.5, "sides": {}}
+    for name, cmd in (("recommend", cli), ("import_numpy_only", base)):
+        m = measure(lambda cmd=cmd: subprocess.run(cmd, **quiet))
+        out["sides"][name] = {"seconds": {k: m[k] for k in ("median", "q1", "q3", "iqr", "repeats")}}
+    out["within_target"] = out["sides"]["recommend"]["seconds"]["median"] <= out["target_seconds"]
+    return out
+
+
 # ---- the training step --------------------------------------------------------
 
 
@@ -498,7 +517,8 @@ def machine() -> dict:
     }
 
 
-PARTS = {"alpha_star_normal": bench_normal, "alpha_star_cosine": bench_cosine, "montecarlo": bench_montecarlo, "typical_optimum": bench_typical, "training": bench_training}
+PARTS = {"alpha_star_normal": bench_normal, "alpha_star_cosine": bench_cosine, "montecarlo": bench_montecarlo, "typical_optimum": bench_typical, "training": bench_training,
+         "cold_start": bench_cold_start}
 
 
 def report(results: dict) -> None:
@@ -528,6 +548,11 @@ def report(results: dict) -> None:
             print(f"typical_optimum_normal n = {t['n']}, {name:11s}: {q(side['seconds'], ' s')} per call")
         print(f"typical_optimum_normal: library faster by {x(t['speedup'])}; same value: {t['same_value']}; "
               f"standard error {t['se_library']:.4f} (sandwich) vs {t['se_batch_route']:.4f} (batches)")
+    cs = results.get("cold_start")
+    if cs:
+        for name, side in cs["sides"].items():
+            print(f"cold start, {name:17s}: {q(side['seconds'], ' s')}")
+        print(f"cold start: {cs['command']} {'within' if cs['within_target'] else 'over'} its {cs['target_seconds']} s target")
     for kind, r in results["training"].items():
         for name, side in r["sides"].items():
             extra = f"; library faster by {x(r['speedup'][name])}" if name in r["speedup"] else ""
