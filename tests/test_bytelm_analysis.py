@@ -52,7 +52,7 @@ def test_the_rate_exponent_recovers_a_planted_power():
         centre = np.log(0.01 * a ** -0.5)
         bpb = np.array([[(np.log(r) - centre) ** 2 + 1e-4 * rng.normal() for _ in range(3)] for r in rates])
         table[a] = {"rates": rates, "bpb": bpb, "best_rate": rates[int(np.argmin(bpb.mean(1)))], "seeds": [0, 1, 2]}
-    ex = an.rate_exponent(table, resamples=200)
+    ex = an.rate_exponent(table)
     assert ex["vertex"] == pytest.approx(-0.5, abs=0.02)
     assert ex["low"] <= ex["vertex"] <= ex["high"]
 
@@ -83,3 +83,31 @@ def test_a_raw_scalar_under_adam_moves_at_most_the_summed_schedule():
         assert moved <= bound * (1 + 1e-5)
         if signs.min() > 0:
             assert moved == pytest.approx(bound, rel=1e-3)
+
+
+def test_the_rate_exponent_interval_comes_from_the_seeds_own_slopes():
+    """With seeds whose best rates disagree, the interval is the Student-t one over the seeds'
+    slopes (not a bootstrap, which three seeds cannot support)."""
+    rates = [0.005, 0.01, 0.02]
+    centres = {0: 0.0, 1: 0.3, 2: -0.6}
+    table = {a: {"rates": rates, "seeds": [0, 1, 2], "best_rate": 0.01,
+                 "bpb": np.array([[(np.log(r / 0.01) - centres[k] * np.log(a)) ** 2 for k in range(3)] for r in rates])} for a in (0.5, 1.0, 2.0)}
+    ex = an.rate_exponent(table)
+    low, high = stats.t.interval(0.95, 2, loc=np.mean(ex["per_seed"]), scale=stats.sem(ex["per_seed"]))
+    assert (ex["low"], ex["high"]) == pytest.approx((low, high))
+    assert len(set(np.round(ex["per_seed"], 6))) == 3
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: an.rate_exponent({1.0: {"rates": [0.01, 0.02], "seeds": [0, 1], "best_rate": 0.01, "bpb": np.array([[np.nan, 1.0], [1.0, 1.0]])},
+                               2.0: {"rates": [0.01, 0.02], "seeds": [0, 1], "best_rate": 0.01, "bpb": np.ones((2, 2))}}), "table"),
+    (lambda: an.rate_exponent({1.0: {}}), "table"),
+    (lambda: an.paired_against_one({2.0: {"best": np.ones(3)}}), "table"),
+    (lambda: an.max_scale_move(float("nan"), 10, 0.1, 0.1), "rate"),
+    (lambda: an.max_scale_move(0.01, 0, 0.1, 0.1), "steps"),
+    (lambda: an.max_scale_move(0.01, 10, 2.0, 0.1), "warmup"),
+    (lambda: an.max_scale_move(0.01, 10, 0.1, -1.0), "final"),
+])
+def test_bad_arguments_are_refused_by_name(call, name):
+    with pytest.raises(ValueError, match=rf"^{name} "):
+        call()

@@ -20,7 +20,8 @@ SMALL = Config(layers=2, width=16, heads=2, context=12)
     (lambda: Optim(steps=0), "steps"), (lambda: Optim(weight_decay=-1.0), "weight_decay"), (lambda: Optim(clip=0.0), "clip"),
     (lambda: Optim(warmup=1.0), "warmup"), (lambda: Members(seeds=(0, 1), rates=(0.01,), scales=(1.0, 1.0)), "rates"),
     (lambda: Members(seeds=(0,), rates=(-0.01,), scales=(1.0,)), "rates"), (lambda: Members(seeds=(0,), rates=(0.01,), scales=(0.0,)), "scales"),
-    (lambda: Members(seeds=(-1,), rates=(0.01,), scales=(1.0,)), "seeds"),
+    (lambda: Members(seeds=(-1,), rates=(0.01,), scales=(1.0,)), "seeds"), (lambda: Members(seeds=(True,), rates=(0.01,), scales=(1.0,)), "seeds"),
+    (lambda: Optim(b1=1.5), "b1"), (lambda: Optim(b2=-0.1), "b2"), (lambda: Optim(b1=float("nan")), "b1"), (lambda: Optim(weight_decay=float("inf")), "weight_decay"),
     (lambda: train_members(SMALL, Optim(steps=10, chunk=4), Members((0,), (0.01,), (1.0,)), np.zeros(100, np.uint8)), "steps"),
     (lambda: train_members(SMALL, Optim(steps=4, chunk=4), Members((0,), (0.01,), (1.0,)), np.zeros(10, np.uint8)), "train"),
 ])

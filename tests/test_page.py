@@ -208,5 +208,7 @@ def test_listing_joins_names_as_english():
     assert listing(["a"]) == "a" and listing(("a", "b")) == "a and b" and listing(iter(["0.25", "2", "8"])) == "0.25, 2 and 8"
     with pytest.raises(ValueError, match=r"^items "):
         listing([])
+    with pytest.raises(ValueError, match=r"^items "):
+        listing(["", "b"])
     with pytest.raises(TypeError, match=r"^items "):
         listing([1.5])

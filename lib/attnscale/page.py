@@ -108,8 +108,8 @@ def mean_sd(values: Any, spec: str = ".3f") -> str:
 def listing(items: Any) -> str:
     """Names as an English list: ``a``, ``a and b``, ``a, b and c`` (at least one)."""
     names = [v.text(x, "items") for x in items] if not isinstance(items, str) else [items]
-    if not names:
-        raise ValueError("items must hold at least one name")
+    if not names or not all(x.strip() for x in names):
+        raise ValueError(f"items must hold at least one name, none of them empty, got {names!r}")
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 

@@ -18,11 +18,12 @@ import os
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-#: The relative spread of a re-run: the training losses of the first 25 steps of the smallest
-#: stored group's first run (scale 1, seed 0), re-run alone instead of batched with the group's
-#: eight other runs, with XLA single-threaded and in its thread pool, and with XLA's code
-#: generation limited to AVX and to SSE4.2 (``--xla_cpu_max_isa``, as on older CPUs), were
-#: identical to one another and differed from the stored values by at most 8.2e-7 relative,
-#: which is the rounding to five decimals of the stored losses (AMD EPYC, Zen 3; jax 0.10.2).
-#: A fresh run is compared with the stored one to a hundred times this.
-RERUN_SPREAD = 1e-6
+#: The tolerance of a re-run of the first steps (bits): the stored training losses are
+#: rounded to five decimals, and the first 25 steps of the smallest stored group's first run
+#: (scale 1, seed 0), re-run alone instead of batched, with XLA single-threaded and in its
+#: thread pool, and with XLA's code generation limited to AVX and to SSE4.2
+#: (``--xla_cpu_max_isa``), were identical to one another and equal to the stored values to
+#: that rounding (AMD EPYC, Zen 3; jax 0.10.2). A scale 3% off moves those losses by about
+#: 1e-4. Later steps drift apart with the batch and the threading (floating-point sums
+#: rounded differently), so only the first steps are compared.
+RERUN_ATOL = 1e-5

@@ -61,6 +61,8 @@ def paired_against_one(table: dict[Any, dict[str, Any]]) -> dict[Any, dict[str, 
     alpha = 1 at its best rate, paired by seed: the differences in bits per byte, their mean
     with a Student-t 95% interval and the paired t-test's p-value (Holm-adjusted over the
     entries), and the library's sign test."""
+    if 1.0 not in table:
+        raise ValueError(f"table must hold the reference alpha = 1, got the entries {sorted(map(str, table))}")
     ref = table[1.0]["best"]
     out: dict[Any, dict[str, Any]] = {}
     for a, row in table.items():
@@ -92,11 +94,18 @@ def _vertex(rates: list[float], means: np.ndarray) -> float:
     return float(np.exp(np.clip(-c[1] / (2 * c[0]), x[k - 1], x[k + 1])))
 
 
-def rate_exponent(table: dict[float, dict[str, Any]], resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
+def rate_exponent(table: dict[float, dict[str, Any]]) -> dict[str, Any]:
     """The slope b of log(best rate) against log(alpha), best rate ~ alpha^b: from the grid's
-    best rates and from the interpolated ones (parabola vertex), with a 95% bootstrap interval
-    over seeds (seeds resampled with replacement, the same draw for every scale)."""
+    best rates and from the interpolated ones (parabola vertex, seeds averaged), with a 95%
+    Student-t interval over the seeds' own slopes (each seed's vertex slope; ``seeds - 1``
+    degrees of freedom), since a bootstrap over three seeds has only ten distinct resamples.
+    Every loss must be finite (a diverged run is refused, not ranked)."""
     alphas = sorted(table)
+    if len(alphas) < 2:
+        raise ValueError(f"table must hold at least two scales, got {len(alphas)}")
+    for a in alphas:
+        if not np.all(np.isfinite(table[a]["bpb"])):
+            raise ValueError(f"table entry {a!r} holds a non-finite loss: refuse a diverged run rather than rank it")
     x = np.log(alphas)
 
     def slope(y: np.ndarray) -> float:
@@ -105,14 +114,10 @@ def rate_exponent(table: dict[float, dict[str, Any]], resamples: int = 2000, see
 
     grid = slope(np.log([table[a]["best_rate"] for a in alphas]))
     vert = slope(np.log([_vertex(table[a]["rates"], table[a]["bpb"].mean(1)) for a in alphas]))
-    rng = np.random.default_rng(seed)
     nseeds = len(table[alphas[0]]["seeds"])
-    boot = []
-    for _ in range(resamples):
-        idx = rng.integers(0, nseeds, nseeds)
-        boot.append(slope(np.log([_vertex(table[a]["rates"], table[a]["bpb"][:, idx].mean(1)) for a in alphas])))
-    lo, hi = np.quantile(boot, [0.025, 0.975])
-    return {"grid": grid, "vertex": vert, "low": float(lo), "high": float(hi)}
+    per_seed = np.array([slope(np.log([_vertex(table[a]["rates"], table[a]["bpb"][:, k]) for a in alphas])) for k in range(nseeds)])
+    _, lo, hi = st.mean_interval(per_seed)
+    return {"grid": grid, "vertex": vert, "per_seed": per_seed.tolist(), "low": float(lo), "high": float(hi)}
 
 
 def row_table(member: dict[str, Any], which: str, predict: bool = True) -> dict[int, dict[str, np.ndarray]]:
@@ -188,6 +193,14 @@ def cosine_table(sweep: dict[str, dict[str, Any]]) -> dict[tuple[str, str], dict
 def max_scale_move(rate: float, steps: int, warmup: float, final: float) -> float:
     """The most a raw scalar can move under Adam in a run: Adam's step is at most about the
     rate times the schedule, so the sum of the scheduled rates over the steps."""
+    if not (math.isfinite(rate) and rate > 0):
+        raise ValueError(f"rate must be a positive number, got {rate!r}")
+    if not (isinstance(steps, int) and steps >= 1):
+        raise ValueError(f"steps must be a positive integer, got {steps!r}")
+    if not 0 <= warmup < 1:
+        raise ValueError(f"warmup must be a fraction in [0, 1), got {warmup!r}")
+    if not 0 <= final <= 1:
+        raise ValueError(f"final must be a fraction in [0, 1], got {final!r}")
     s = np.arange(steps, dtype=float)
     warm = max(1.0, warmup * steps)
     t = np.clip((s - warm) / max(1.0, steps - warm), 0, 1)

@@ -52,6 +52,10 @@ class Optim:
         _require(self.clip > 0, "clip", f"must be positive (use math.inf for no clipping), got {self.clip!r}")
         _require(0 <= self.warmup < 1, "warmup", f"must be a fraction in [0, 1), got {self.warmup!r}")
         _require(0 <= self.final <= 1, "final", f"must be a fraction in [0, 1], got {self.final!r}")
+        _require(math.isfinite(self.weight_decay), "weight_decay", f"must be finite, got {self.weight_decay!r}")
+        for name in ("b1", "b2"):
+            value = getattr(self, name)
+            _require(0 <= value < 1, name, f"must be a decay rate in [0, 1), got {value!r}")
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -71,7 +75,7 @@ class Members:
         _require(len(self.rates) == m and len(self.scales) == m, "rates", f"and scales must have one entry per seed ({m})")
         _require(all(r > 0 and math.isfinite(r) for r in self.rates), "rates", f"must be positive, got {self.rates}")
         _require(all(s > 0 and math.isfinite(s) for s in self.scales), "scales", f"must be positive, got {self.scales}")
-        _require(all(isinstance(s, int) and s >= 0 for s in self.seeds), "seeds", f"must be integers at least 0, got {self.seeds}")
+        _require(all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in self.seeds), "seeds", f"must be integers at least 0, got {self.seeds}")
 
 
 def member_keys(seed: int) -> tuple[jax.Array, jax.Array]:

@@ -123,9 +123,9 @@ def lm_advice_lower_loss(rec: dict) -> bool:
 
 @register
 def lm_rate_rule_in_interval(rec: dict) -> bool:
-    """Whether the claimed exponent of eta_best ~ alpha^b lies in the 95% bootstrap interval of
-    the exponent measured in the byte-level language model of chapter 14 (AdamW, the rate grid
-    of the seeds that choose the rate)."""
+    """Whether the claimed exponent of eta_best ~ alpha^b lies in the 95% interval of the
+    exponent measured in the byte-level language model of chapter 14 (AdamW, the rate grid of
+    the seeds that choose the rate; a Student-t interval over those seeds' own slopes)."""
     from ..bytelm import analysis, sweep
 
     table = analysis.dot_table(sweep.load(), sorted(sweep.SWEEP["alphas"]))
