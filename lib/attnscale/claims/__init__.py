@@ -43,7 +43,7 @@ from ._tables import chapter_table
 __all__ = ["RECOMPUTE", "recompute", "verdict", "VERDICTS", "APPROXIMATE_RTOL", "load_register", "evaluate_register", "numbers_of", "chapter_table", "register_page", "show_value"]
 
 VERDICTS = ("holds", "approximate", "wrong", "not checkable")
-#: the register's one bound for "approximate": relative error at every point of the claimed range
+#: the register's one bound for an approximate claim, the relative error allowed at every point of the claimed range
 APPROXIMATE_RTOL = 0.15
 #: the register in this repository
 REGISTER = in_book("chapters/claims.yml")
