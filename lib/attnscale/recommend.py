@@ -176,7 +176,7 @@ def advice(n: float, d: int, scores: str = "dot") -> list[Advice]:
         "dot-product attention", 1.0,
         f"alpha = 1, that is q.k / sqrt(d) = q.k x {1 / math.sqrt(dim):.4g}",
         "the exact expected gradient has no maximiser and larger scales saturate rows; with the learning "
-        "rate tuned per scale, 2.5/sqrt(d) learned more slowly than 1/sqrt(d) in a one-layer model, and "
+        "rate tuned per scale, 2.5/sqrt(d) learned more slowly than 1/sqrt(d) with Adam in a one-layer model, and "
         "every scale above 1 ended with a higher loss in a small byte-level language model; below 1 is safe",
         "obs-training")
     lines = [dot]
@@ -184,12 +184,12 @@ def advice(n: float, d: int, scores: str = "dot") -> list[Advice]:
         start = float(alpha_star_cosine(length, dim))
         cosine = Advice(
             "cosine (QK-norm) attention", start,
-            f"learn the scale, never fixed at sqrt(d) = {math.sqrt(dim):.3g}; the book's start is "
-            f"alpha*_cos(n, d) = {start:.3g}",
+            f"alpha*_cos(n, d) = {start:.3g}, fixed or as the start of a learned alpha0 exp(u); never fixed at "
+            f"sqrt(d) = {math.sqrt(dim):.3g}",
             "with cosine scores the scale bounds every logit, so a fixed sqrt(d) leaves a loss floor; in the "
-            "one-layer experiment a learned scale ended above alpha*_cos from every start tried, and alpha*_cos "
-            "was the best fixed value tried; store it as g0 exp(u), since a raw learned scalar barely moves "
-            "under Adam",
+            "one-layer experiment a learned scale ended above alpha*_cos from every start tried, alpha*_cos "
+            "was the best fixed value tried, and learning it from there made no difference found; a raw learned "
+            "scalar barely moves under Adam, so a learned scale is stored as alpha0 exp(u)",
             "sec-training-learned")
         lines = [cosine, dot] if kind == "cosine" else [dot, cosine]
     lines.append(Advice(
