@@ -33,8 +33,14 @@ not a typed number of the prose:
 one-line reason (``chapter_verdict``, else the first sentence of ``note`` or ``why``, as
 ``short_reason`` cuts it). Those texts are read as the page's markdown, against the same
 allow-list; a number the record's recomputation gives is written ``{value:.2f}`` in
-``chapter_verdict`` and filled in by the table (``attnscale.claims._tables.VALUE``), so it
-is not read.
+``chapter_verdict``, ``note`` or ``why`` and filled in from the recomputation
+(``attnscale.claims._tables.VALUE``), so it is not read.
+
+**The register.** The page that shows the whole register (chapter 11, a code cell calling
+``attnscale.claims.register_page``) is read with every record's ``note``, ``why`` and
+``chapter_verdict`` in full, against that page's allow-list; ``statement``,
+``chapter_claim`` and a ``claimed`` text quote the sources and are read where a chapter's
+table shows them.
 
 A number is read as typed, without its sign (``-0.52`` is ``0.52``): digits with one
 decimal point (``2.10``, ``0.5e-3``), or a number with a percent sign (``5%``, ``5\\%``,
@@ -282,8 +288,35 @@ def table_blocks(path: Path, records: list[dict] | None = None) -> list[Block]:
     return blocks
 
 
+#: a page that shows the whole register (chapter 11) calls this
+REGISTER_CALL = re.compile(r"\bregister_page\(")
+#: the register's reader-facing texts, read in full on the register's page; the statement, the
+#: chapter_claim and a claimed text quote the sources, and are read where a chapter's table shows them
+REGISTER_FIELDS = ("note", "why", "chapter_verdict")
+
+
+def register_blocks(path: Path, records: list[dict] | None = None) -> list[Block]:
+    """The register's texts for the page that shows the register (a code cell calling
+    ``attnscale.claims.register_page``; none for another page): every record's ``note``,
+    ``why`` and ``chapter_verdict`` in full (the page shows the note, else the why; the
+    chapters' tables a reason cut from the chapter_verdict, else the note or why), with every
+    computed ``{value...}`` blanked."""
+    from attnscale.claims import REGISTER, load_register
+    from attnscale.claims._tables import VALUE
+
+    if path.suffix != ".ipynb":
+        return []
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    if not any(c["cell_type"] == "code" and REGISTER_CALL.search("".join(c["source"])) for c in nb["cells"]):
+        return []
+    records = load_register(Path(REGISTER)) if records is None else records
+    return [Block(f"register, {rec['id']}, {field}", VALUE.sub(lambda m: _blank(m.group()), " ".join(str(rec[field]).split())))
+            for rec in records for field in REGISTER_FIELDS if isinstance(rec.get(field), str)]
+
+
 def page_numbers(path: Path) -> list[Found]:
-    return [f for block in markdown_blocks(path) + table_blocks(path) for f in typed_numbers(block.text, block.where)]
+    blocks = markdown_blocks(path) + table_blocks(path) + register_blocks(path)
+    return [f for block in blocks for f in typed_numbers(block.text, block.where)]
 
 
 # ---------------------------------------------------------------- the allow-lists
@@ -548,3 +581,24 @@ def test_the_claims_table_texts_are_read_and_computed_values_are_not(tmp_path):
     found = [(f.number, f.where.split(", line")[0]) for b in table_blocks(path, records) for f in typed_numbers(b.text, b.where)]
     assert found == [("3.5", "claims table, a, claim"), ("12%", "claims table, a, reason"), ("0.0055", "claims table, b, reason")]
     assert table_blocks(tmp_path.parent / "intro.md", records) == []
+
+
+def test_the_register_page_reads_every_note_why_and_chapter_verdict(tmp_path):
+    """On the page that shows the register, each record's note, why and chapter_verdict are read in
+    full (a second sentence too), computed values are not, and the statement is left to the tables."""
+    nb = {"cells": [{"cell_type": "code", "metadata": {}, "execution_count": 1, "outputs": [],
+                     "source": ["display(HTML(register_page(rows)))"]}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "11_made_up.ipynb"
+    path.write_text(json.dumps(nb))
+    base = {"source": {"file": "x"}, "claimed": 1.0, "verdict": "holds", "where": {"doc": "chapters/99_made_up", "label": "x"}}
+    records = [
+        dict(base, id="a", statement="c = 3.5 in the fit", note="recomputed {value[0]:.2f}. Then 12% off at $n = 40$."),
+        dict(base, id="b", statement="plain", why="a judgement", chapter_verdict="the drop is 0.49, and {value:.0%} of it"),
+        dict(base, id="c", statement="plain", note="no number"),
+    ]
+    found = [(f.number, f.where.split(", line")[0]) for b in register_blocks(path, records) for f in typed_numbers(b.text, b.where)]
+    assert found == [("12%", "register, a, note"), ("0.49", "register, b, chapter_verdict")]
+    assert register_blocks(tmp_path.parent / "intro.md", records) == []
+    other = tmp_path / "05_made_up.ipynb"
+    other.write_text(json.dumps(dict(nb, cells=[dict(nb["cells"][0], source=["print(1)"])])))
+    assert register_blocks(other, records) == []

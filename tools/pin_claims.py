@@ -1,4 +1,4 @@
-"""Pin the claims register's recomputed numbers for tests/test_claims_values.py.
+"""Pin the claims register's recomputed numbers for tests/claims/test_recomputations.py.
 
     python tools/pin_claims.py           # writes tests/data/claims_values.json
 

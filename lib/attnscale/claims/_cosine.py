@@ -27,6 +27,17 @@ def cosine_fit_c(rec: dict) -> list[float]:
 
 
 @register
+def cosine_formula_worst(rec: dict) -> float:
+    """The formula 3.5 log n as a value of alpha*_cos(n, 128) over the sweep n = 40 ... 20000: alpha*/(3.5 log n)
+    where the two differ most relative to alpha*. Judged against 1, its relative error is the formula's worst
+    error relative to the optimum, so the register's bound for 'approximately' applies at every n of the sweep."""
+    n = su_sweep()
+    exact, formula = np.asarray(alpha_star_cosine(n, 128.0)), 3.5 * np.log(n)
+    worst = int(np.argmax(np.abs(formula / exact - 1)))
+    return float(exact[worst] / formula[worst])
+
+
+@register
 def cosine_rule_d36(rec: dict) -> list[float]:
     """The rule c = d/36 against the recomputed c."""
     return cosine_fit_c(rec)
