@@ -1,16 +1,23 @@
-"""attnscale.claims, the page: the register rendered as a reader sees it (a table per note, its
-heading and tally, the menus), checked on its structure.
+"""attnscale.claims, the page (chapter 11, claims.register_page): the register rendered as a
+reader sees it (a table per note, its heading and tally, the menus), checked on its structure;
+every record of the register once, in its note's section, maths handed to MathJax and
+everything else escaped.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from html.parser import HTMLParser
+from pathlib import Path
 import re
 
+import numpy as np
 import pytest
 
-from attnscale.claims import register_page
-from attnscale.claims._page import _menu_label
+from attnscale.claims import evaluate_register, load_register, register_page, show_value
+from attnscale.claims._page import SOURCE_TITLES, _menu_label
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 NOTES = ["000_051da7c3837b8577.txt", "001_5feb997a08d9f295.txt", "002_0aefa05da3b15586.txt", "003_482530c1c121b366.txt", "004_58230cdbbd352fd2.txt"]
@@ -195,6 +202,12 @@ def test_no_stray_text_between_the_elements(tree):
 
 
 def test_bad_rows_messages():
+    with pytest.raises(TypeError, match=r"^rows must be a non-empty list of evaluated records \(dicts\), got list$"):
+        register_page([])
+    with pytest.raises(ValueError, match=re.escape("rows: record 'g-1' has the verdict 'maybe', not one of ")):
+        register_page([dict(RECORDS[0], verdict="maybe")])
+    with pytest.raises(ValueError, match=re.escape("rows: record 'y' lacks ['source', 'statement', 'claimed', 'value', 'verdict', 'where']")):
+        register_page([{"id": "y"}])
     with pytest.raises(TypeError, match=r"non-empty list of evaluated records \(dicts\), got tuple$"):
         register_page(tuple(RECORDS))
     with pytest.raises(TypeError, match=r"got dict$"):
@@ -205,3 +218,70 @@ def test_bad_rows_messages():
     elsewhere = dict(RECORDS[1], source={"file": "005_elsewhere.txt", "place": "p"})
     with pytest.raises(ValueError, match=re.escape("rows: record 'g-2' cites '005_elsewhere.txt', which is not one of the five notes")):
         register_page([RECORDS[0], elsewhere])
+
+
+# ---- the register in this repository, and escaping ----------------------------------
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return evaluate_register(load_register(ROOT / "chapters" / "claims.yml"))
+
+
+def _record(**over):
+    rec = {"id": "x-1", "source": {"file": "000_051da7c3837b8577.txt", "place": "eq. (3) <b>"}, "statement": "a < b & c",
+           "claimed": "1 < 2", "value": True, "verdict": "holds", "where": {"doc": "chapters/05_gaussian_scores", "label": "sec-gauss-exact"}}
+    rec.update(over)
+    return rec
+
+
+def test_every_record_once_in_its_section(rows):
+    page = register_page(rows)
+    ids = re.findall(r'<tr id="claim-([^"]+)"', page)
+    assert Counter(ids) == Counter(r["id"] for r in rows)
+    sections = re.split(r'<section class="claims-source" data-note="', page)[1:]
+    assert [s.split('"', 1)[0] for s in sections] == list(SOURCE_TITLES)
+    for sec in sections:
+        note = sec.split('"', 1)[0]
+        assert set(re.findall(r'data-note="([^"]+)" data-verdict', sec)) <= {note}
+        assert sec.count("<tr id=") == sum(r["source"]["file"] == note for r in rows)
+
+
+def test_maths_goes_to_mathjax_and_text_is_escaped():
+    rec = _record(chapter_claim=r"$a < b$ and [see](#sec-x), [](#eq-y) & $\sum_i p_i^2$")
+    page = register_page([rec])
+    cell = re.search(r'<span class="mathjax_process">(.*?)</span>', page).group(1)
+    expected = ('\\(a &lt; b\\) and <a href="05_gaussian_scores.html#sec-x">see</a>, '
+                '<a href="05_gaussian_scores.html#equation-eq-y">the equation</a> &amp; \\(\\sum_i p_i^2\\)')
+    assert cell == expected
+    # plain fields are escaped, never interpreted
+    assert "eq. (3) &lt;b&gt;" in page and "1 &lt; 2" in page
+    plain = register_page([_record()])
+    assert "a &lt; b &amp; c" in plain and "mathjax_process" not in plain.split("<tbody>")[1]
+
+
+def test_show_value():
+    assert show_value(None) == "" and show_value(np.bool_(False)) == "statement false" and show_value(True) == "statement true"
+    assert show_value([0.123456, 2]) == "0.1235, 2" and show_value(3.0) == "3"
+    with pytest.raises(TypeError, match="value"):
+        show_value("abc")
+
+
+def test_ids_and_labels_are_escaped():
+    rec = _record(id='x"><script>alert(1)</script>', where={"doc": "chapters/05_gaussian_scores", "label": 'l" onmouseover="alert(1)'})
+    page = register_page([rec])
+    assert "<script>alert" not in page and 'onmouseover="' not in page
+    assert "&lt;script&gt;" in page and "&quot; onmouseover=&quot;" in page
+
+
+@pytest.mark.parametrize("verdict, cls", [("holds", "claims-verdict-holds"), ("approximate", "claims-verdict-approximate"),
+                                          ("wrong", "claims-verdict-wrong"), ("not checkable", "claims-verdict-not-checkable")])
+def test_the_verdict_word_is_coloured_by_the_site_css_in_each_theme(verdict, cls):
+    """No colour is written into the page (one colour cannot read well on both themes'
+    backgrounds); the verdict cell carries a class that _static/attnscale.css colours per theme."""
+    page = register_page([_record(verdict=verdict)])
+    assert f'<td class="claims-verdict {cls}">{verdict}</td>' in page
+    assert "style=" not in page.split("</script>", 1)[1]
+    css = (ROOT / "_static" / "attnscale.css").read_text(encoding="utf-8")
+    for theme in ("light", "dark"):
+        assert re.search(rf'html\[data-theme="{theme}"\] \.{cls} \{{ color: #[0-9a-f]{{6}}; \}}', css), (theme, cls)

@@ -1,11 +1,22 @@
-"""attnscale.claims, the tables: a note's rows, its verdict cells and names.
+"""attnscale.claims, the tables: a note's rows, its verdict cells and names; and the chapters'
+"what the sources say" tables, which come from the register.
+
+Each chapter with records shows them through one code cell that calls
+``attnscale.claims.chapter_table`` with its own path; no chapter keeps a hand-written verdict
+table, and the stored output of the table cell is what the register gives now. So a chapter
+cannot show a verdict the register does not have.
 """
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+
 import pytest
 
-from attnscale.claims import chapter_table
+from attnscale.claims import chapter_table, load_register
+from attnscale.claims._tables import REASON_LIMIT, SOURCE_NAMES, VERDICT_WORDS, short_reason, shown_length
 from expect import refuses
 
 
@@ -79,3 +90,198 @@ def test_bad_records_messages():
     refuses(ValueError, 'records', chapter_table, DOC, [_record(), lacking])
     refuses(ValueError, 'records',
                    chapter_table, DOC, [_record(), _record(id="t-3", verdict="maybe")])
+
+
+# ---- the chapters' tables from the register in this repository ----------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+RECORDS = load_register(ROOT / "chapters" / "claims.yml")
+CHAPTERS = sorted(ROOT.glob("chapters/0*_*.ipynb")) + [ROOT / "chapters" / "10_training.ipynb", ROOT / "chapters" / "14_real_attention.ipynb"]
+DOCS = sorted({r["where"]["doc"] for r in RECORDS})
+CALL = re.compile(r"""chapter_table\(\s*["']([^"']+)["']""")
+BOLD_VERDICT = re.compile(r"\*\*\s*(holds|approximate|wrong|not checkable)\b", re.IGNORECASE)
+
+
+def cells(path: Path) -> list[dict]:
+    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+
+
+def text(cell: dict) -> str:
+    return "".join(cell["source"])
+
+
+def table_cells(doc: str) -> list[dict]:
+    return [c for c in cells(ROOT / f"{doc}.ipynb") if c["cell_type"] == "code" and "chapter_table" in text(c)]
+
+
+def rows(table: str) -> list[str]:
+    return [line for line in table.splitlines()[2:] if line.startswith("|")]
+
+
+def test_the_register_names_only_the_chapters_here():
+    assert set(DOCS) <= {f"chapters/{p.stem}" for p in CHAPTERS}
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_each_chapter_with_records_has_one_table_cell_with_its_own_path(doc):
+    found = table_cells(doc)
+    assert len(found) == 1, f"{doc}: {len(found)} cells call chapter_table"
+    assert CALL.findall(text(found[0])) == [doc]
+    assert "remove-input" in found[0]["metadata"].get("tags", [])
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_no_hand_written_verdict_table_remains(path):
+    """No Markdown table with a Verdict column, and no table row printing a verdict word in bold."""
+    for cell in cells(path):
+        if cell["cell_type"] != "markdown":
+            continue
+        for line in text(cell).splitlines():
+            if not line.lstrip().startswith("|"):
+                continue
+            headers = [h.strip().lower() for h in line.strip().strip("|").split("|")]
+            assert not any("verdict" in h for h in headers), f"{path.name}: hand-written verdict table: {line}"
+            assert not BOLD_VERDICT.search(line), f"{path.name}: a table row shows a verdict of its own: {line}"
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_the_table_has_one_row_per_record_with_its_verdict(doc):
+    mine = [r for r in RECORDS if r["where"]["doc"] == doc]
+    table = chapter_table(doc)
+    assert table.splitlines()[0] == "| Source | Claim | Verdict |"
+    lines = rows(table)
+    assert len(lines) == len(mine)
+    for rec, line in zip(mine, lines):
+        cells_ = re.split(r"(?<!\\)\|", line)[1:-1]
+        assert len(cells_) == 3, f"{rec['id']}: the row has {len(cells_)} cells: {line}"
+        verdict_cell = cells_[2].strip()
+        assert verdict_cell.startswith(f"**{VERDICT_WORDS[rec['verdict']]}**"), rec["id"]
+        assert len(BOLD_VERDICT.findall(verdict_cell)) == 1, f"{rec['id']}: more than one verdict word"
+
+
+def cells_of(line: str) -> list[str]:
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_a_row_names_the_source_and_leaves_its_wording_and_the_record_id_to_the_register(doc):
+    """The Source cell is the note's short name alone; no cell shows a record id or the place in the source."""
+    ids = {r["id"] for r in RECORDS}
+    for rec, line in zip([r for r in RECORDS if r["where"]["doc"] == doc], rows(chapter_table(doc))):
+        source, claim, verdict = cells_of(line)
+        assert source == SOURCE_NAMES[rec["source"]["file"]], rec["id"]
+        assert rec["source"]["place"] not in line, rec["id"]
+        shown_ids = {i for i in ids if re.search(rf"(?<![\w-]){re.escape(i)}(?![\w-])", claim + " " + verdict)}
+        assert not shown_ids, f"{rec['id']}: the row shows the record id(s) {shown_ids}"
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_every_reason_is_one_short_sentence(doc):
+    """The reason after the verdict word is one sentence, about one line long: a record whose first
+    sentence cannot be cut that short needs a short chapter_verdict."""
+    for rec, line in zip([r for r in RECORDS if r["where"]["doc"] == doc], rows(chapter_table(doc))):
+        reason = cells_of(line)[2].split("**", 2)[2].lstrip(":, ")
+        assert shown_length(reason) <= 1.25 * REASON_LIMIT, f"{rec['id']}: a reason of {shown_length(reason)} characters: {reason}"
+        outside_maths = re.sub(r"\$[^$]*\$", "x", reason)
+        assert not re.search(r"[a-z)]\. [A-Z]", outside_maths), f"{rec['id']}: more than one sentence: {reason}"
+
+
+IDS = ["rec-a", "rec-b"]
+
+
+@pytest.mark.parametrize("text, reason", [
+    # the first sentence, without its full stop; abbreviations, decimals and maths do not end it
+    ("It holds. The rest is detail.", "It holds"),
+    ("as eq. (3) and Hua et al. (2022) say, 0.5 is right.", "as eq. (3) and Hua et al. (2022) say, 0.5 is right"),
+    ("at $x = 1. 5$ it holds. More.", "at $x = 1. 5$ it holds"),
+    # record ids go: an aside keeps its chapter, or goes whole; elsewhere a phrase replaces the id
+    ("true row by row (chapter 7, record rec-a).", "true row by row (chapter 7)"),
+    ("the same fit (record rec-b and its siblings); fine", "the same fit; fine"),
+    ("its symmetry is the separate record rec-a.", "its symmetry is a separate record of the register"),
+    # an aside in parentheses is detail: it stays in a short reason and goes from a longer one
+    ("simulated at $d = 256$ (20000 pairs)", "simulated at $d = 256$ (20000 pairs)"),
+    ("the simulated mean of the product is 0.0055 at $d = 64$ (20000 pairs; its standard error is 0.007)",
+     "the simulated mean of the product is 0.0055 at $d = 64$"),
+    # too long: the last aside without a link goes first, then the clause after the last break that fits
+    ("the mean is 0.0055 at $d = 64$ (20000 pairs; standard error 0.007, so 0.03 is four standard errors) "
+     "and well inside the bound the tutorial gives for it", "the mean is 0.0055 at $d = 64$ and well inside the bound the tutorial gives for it"),
+    ("the two factors match the differences of the softmax itself within the tolerance; the eigenvalues "
+     "solve the secular equation instead, which interlaces with the sorted probabilities",
+     "the two factors match the differences of the softmax itself within the tolerance"),
+    ("(where it is used): exactly, the sum is 0.43 of the estimate at the optimum for the normal law of the scores, "
+     "and the two agree only up to 1.38 ([the exact expectation](#sec-gauss-exact))",
+     "(where it is used): exactly, the sum is 0.43 of the estimate at the optimum for the normal law of the scores"),
+    # a bare reference in brackets is not an aside; a sentence that cannot be cut stays whole
+    ("eq. (8) is right but " + "very " * 30 + "long", "eq. (8) is right but " + "very " * 29 + "very long"),
+    (", for every $n$ (derived above)", ", for every $n$ (derived above)"),
+])
+def test_short_reason(text, reason):
+    assert short_reason(text, IDS) == reason
+
+
+def test_shown_length_counts_a_link_by_its_text_and_a_formula_by_half_its_source():
+    assert shown_length("ab [the form](#eq-x) $abcdef$") == len("ab the form ") + 3
+    assert shown_length("[](#eq-x)") == len("the equation")
+
+
+def stored_markdown(doc: str) -> str | None:
+    for out in table_cells(doc)[0].get("outputs", []):
+        data = out.get("data", {})
+        if "text/markdown" in data:
+            return "".join(data["text/markdown"])
+    return None
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_the_stored_table_is_the_register_now(doc):
+    """A chapter whose stored output is stale (register edited, notebook not re-run) fails."""
+    assert stored_markdown(doc) == chapter_table(doc), f"re-run {doc}.ipynb (python tools/notebooks.py {doc}.ipynb)"
+
+
+def test_a_changed_verdict_changes_the_table():
+    doc = "chapters/05_gaussian_scores"
+    records = [dict(r) for r in RECORDS]
+    i = next(i for i, r in enumerate(records) if r["id"] == "su23a-no-closed-form")
+    before = chapter_table(doc, records)
+    records[i]["verdict"] = "holds"
+    after = chapter_table(doc, records)
+    assert before != after
+    changed = [(a, b) for a, b in zip(rows(before), rows(after)) if a != b]
+    assert len(changed) == 1 and "**wrong**" in changed[0][0] and "**holds**" in changed[0][1]
+
+
+def test_chapter_fields_follow_the_rules():
+    """chapter_claim and chapter_verdict: Markdown without MyST roles or verdict words."""
+    for rec in RECORDS:
+        for field in ("chapter_claim", "chapter_verdict"):
+            if field in rec:
+                assert isinstance(rec[field], str) and rec[field].strip(), (rec["id"], field)
+                assert not re.search(r"\{[a-z:]+\}`", rec[field]), (rec["id"], field, "MyST role")
+                assert not BOLD_VERDICT.search(rec[field]), (rec["id"], field, "verdict word")
+                assert rec[field].count("$") % 2 == 0, (rec["id"], field, "unbalanced $")
+
+
+def test_an_unknown_chapter_is_refused_and_a_pipe_is_escaped():
+    rec = dict(next(r for r in RECORDS if r["id"] == "su23-jacobian"))
+    doc = rec["where"]["doc"]
+    with pytest.raises(ValueError, match="doc"):
+        chapter_table("chapters/99_nothing", RECORDS)
+    assert r"a \| b" in chapter_table(doc, [dict(rec, chapter_claim="a | b")])
+
+
+def test_a_computed_number_in_a_reason_comes_from_the_recomputation():
+    """``{value...}`` in chapter_verdict is filled with the record's recomputed value (an
+    entry of a list, a format specification), and a table cannot print a number its
+    recomputation did not give."""
+    from attnscale.claims import recompute
+    from attnscale.claims._tables import fill_values
+
+    assert fill_values("c = {value[1]:.2f}, {value[0]:.0%} and {value[2]}", [0.5, 2.345, 1 / 3], "r") == "c = 2.35, 50% and 0.3333"
+    assert fill_values("{value:.3f} of it", 0.4273, "r") == "0.427 of it" and fill_values("no number", None, "r") == "no number"
+    for bad, value, match in (("{value}", [1.0, 2.0], "names no entry"), ("{value[3]}", [1.0], "entry 3"), ("{value}", True, "recomputed number")):
+        with pytest.raises(ValueError, match=match):
+            fill_values(bad, value, "r")
+    rec = next(r for r in RECORDS if r["id"] == "su23a-c-table-d32")
+    assert "{value" in rec["chapter_verdict"]
+    shown = rows(chapter_table(rec["where"]["doc"], [rec]))[0]
+    assert f"recomputed {recompute(rec)[0]:.2f}" in shown and "{value" not in shown

@@ -1,4 +1,4 @@
-"""The claims register shows its maths typeset.
+"""The claims register's texts: maths typeset, Markdown the renderers take, no record ids.
 
 A record is shown (on chapter 11's page and in the chapters' tables) with its
 ``chapter_claim``, Markdown with ``$...$`` maths, where it has one, and with its
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RECORDS = yaml.safe_load((ROOT / "chapters" / "claims.yml").read_text(encoding="utf-8"))
 
 _GREEK = ("alpha|beta|gamma|delta|epsilon|zeta|eta|theta|kappa|lambda|mu|nu|xi|pi|rho"
@@ -156,7 +156,7 @@ def test_chapter_11_states_how_many_records_are_typeset():
 
     import yaml
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     records = yaml.safe_load((root / "chapters" / "claims.yml").read_text(encoding="utf-8"))
     typeset = sum("chapter_claim" in r for r in records)
     cells = json.loads((root / "chapters" / "11_claims_register.ipynb").read_text(encoding="utf-8"))["cells"]
@@ -166,3 +166,19 @@ def test_chapter_11_states_how_many_records_are_typeset():
     stored = [out for out in cell["outputs"] if out.get("metadata", {}).get("scrapbook", {}).get("name") == "ch11-typeset"]
     # the stored text/plain is a Python literal, which MyST-NB reads before pasting it
     assert [str(ast.literal_eval(out["data"]["application/papermill.record/text/plain"])) for out in stored] == [str(typeset)]
+
+
+#: a chapter label written as text, not as the target of a link [text](#label)
+_BARE_LABEL = re.compile(r"(?<![\w#(-])(?:sec|eq|fig|obs|thm|ch)-[a-z0-9]+(?:-[a-z0-9]+)+")
+
+
+@pytest.mark.parametrize("rec", RECORDS, ids=lambda r: r["id"])
+def test_a_reader_facing_text_names_no_record_id_and_no_bare_label(rec):
+    """A note, why or chapter_verdict is read on chapter 11's page and in the chapters' tables: it
+    points to another record in words ("the next record", "chapter 7") and to a place in its own
+    chapter with a link, never by an internal id or a label written out."""
+    for field in ("note", "why", "chapter_verdict"):
+        text = rec.get(field)
+        if isinstance(text, str):
+            assert not _ID.search(text), (field, _ID.search(text).group(0))
+            assert not _BARE_LABEL.search(_LINK_TARGET.sub("]", text)), (field, _BARE_LABEL.search(_LINK_TARGET.sub("]", text)).group(0))

@@ -1,7 +1,7 @@
-"""The claims register's recomputed numbers against their pinned values
+"""attnscale.claims, the recomputations: the register's recomputed numbers against their pinned values
 (tests/data/claims_values.json, written by tools/pin_claims.py).
 
-The verdict tests (tests/test_claims.py) compare each recomputation with the source's
+The verdict tests (tests/claims/test_register.py) compare each recomputation with the source's
 claim at the record's tolerance; these pin the numbers themselves, the ones the claims
 page prints, so that a recomputation cannot drift below that tolerance unnoticed. The
 tolerance of an entry is a hundred times the spread measured across BLAS kernels, NumPy's
@@ -15,7 +15,7 @@ import pytest
 
 from attnscale.claims import evaluate_register, load_register
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PINNED = json.loads((ROOT / "tests" / "data" / "claims_values.json").read_text())["records"]
 RECORDS = {r["id"]: r for r in load_register(ROOT / "chapters" / "claims.yml")}
 FLOOR, MARGIN = 1e-10, 100

@@ -1,4 +1,4 @@
-"""The places index (chapters/data/note_places.yml) and the claims register agree.
+"""attnscale.claims, the places index (chapters/data/note_places.yml) and the claims register agree.
 
 The index lists every checkable statement of the five source notes, in reading
 order, with the record that settles it, and the equation tags (\\tag{N}) of the two
@@ -18,7 +18,7 @@ import yaml
 
 from attnscale.claims import load_register
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FULL_INDEX = yaml.safe_load((ROOT / "chapters" / "data" / "note_places.yml").read_text(encoding="utf-8"))
 #: note -> the \tag numbers of its appended section "公式推导与注释", in the order printed
 TAGS: dict[str, list[int]] = FULL_INDEX["appended_tags"]
