@@ -5,7 +5,7 @@ import importlib
 
 import pytest
 
-MODULES = ["attnscale.optimum", "attnscale.softmax", "attnscale.exact.bulk", "attnscale.lengthrules", "attnscale.recommend"]
+MODULES = ["attnscale.optimum", "attnscale.softmax", "attnscale.exact.bulk", "attnscale.lengthrules", "attnscale.recommend", "attnscale.training.loop"]
 
 
 @pytest.mark.parametrize("name", MODULES)

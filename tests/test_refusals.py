@@ -42,6 +42,10 @@ def _rng():
     return np.random.default_rng(0)
 
 
+#: the smallest valid training run (the settings of training.train)
+_TINY_RUN = {"n": 4, "d": 4, "kind": "dot", "alphas": [1.0], "lrs": [1e-2], "seeds": 1, "steps": 1, "eval_size": 4}
+
+
 def _params(seeds=1, models=1, d=4):
     from attnscale.training import init_params
 
@@ -210,8 +214,10 @@ SPECS: dict[str, tuple[dict, dict]] = {
                                            {"x": [[NAN, 2, 3, 4], [1, 2], "x", None], "y": [[1, 2, NAN, 4], [1, 2], "y", None],
                                             "strata": [[0, 0], "s", None, [NAN, 0, 1, 1]], "permutations": COUNT + [10], "seed": [-1, "s", None]}),
     "training.holm": ({"p_values": [0.01, 0.04]}, {"p_values": [[NAN], [1.5], [-0.1], [], "p", None]}),
-    "training.train": ({"seed": 0, "n": 4, "d": 4, "kind": "dot", "alphas": [1.0], "lrs": [1e-2], "seeds": 1, "steps": 1, "eval_size": 4},
-                       {"seed": [NAN, "s", None, -1], "n": COUNT + [1], "d": COUNT + [1], "kind": ["bilinear"], "alphas": POSITIVE + [[], [[1.0, 2.0]], 1.0], "lrs": POSITIVE + [[], 1.0],
+    "training.train": ({"seed": 0, "settings": lambda: __import__("attnscale.training").training.TrainSettings(**_TINY_RUN)},
+                       {"seed": [NAN, "s", None, -1], "settings": [None, "s", _TINY_RUN]}),
+    "training.TrainSettings": (_TINY_RUN,
+                       {"n": COUNT + [1], "d": COUNT + [1], "kind": ["bilinear"], "alphas": POSITIVE + [[], [[1.0, 2.0]], 1.0], "lrs": POSITIVE + [[], 1.0],
                         "seeds": COUNT, "steps": COUNT, "batch": COUNT, "noise": REAL + [-1.0], "c": COUNT, "optimizer": ["lion", None], "eval_every": COUNT, "eval_size": COUNT,
                         "eval_steps": [[0, 2], [1, 1], "e", [NAN, 1], [[0], [1]], [0, 0.5, 1]], "validation_size": COUNT[1:], "validation_every": COUNT, "learn_scale": ["yes", None, 1], "weight_decay": REAL + [-0.1], "return_params": ["yes", None, 1]}),
     "training.steps_to_target": ({"step": [0, 10], "accuracy": [0.5, 0.9], "target": 0.8}, {"step": [[0, 10, 20], "s", None, [NAN, 1]], "accuracy": [[0.5], "a", None, [NAN, 0.9]], "target": [0.0, 1.5, NAN, "t", None]}),
@@ -259,7 +265,7 @@ SPECS: dict[str, tuple[dict, dict]] = {
 }
 
 #: display helpers and plain data classes, exercised elsewhere
-EXEMPT = {"checks.start_page", "checks.page_summary", "checks.PageChecks", "page.Text", "page.Shown", "recommend.Advice", "training.PairedComparison", "training.StratifiedCorrelation", "recommend.Scale", "recommend.main", "symbolic.GeneralSoftmax", "symbolic.general_softmax", "symbolic.show_math", "plotting.show_figure", "reproducibility.Comparison"}
+EXEMPT = {"checks.start_page", "checks.page_summary", "checks.PageChecks", "page.Text", "page.Shown", "recommend.Advice", "training.PairedComparison", "training.StratifiedCorrelation", "training.TrainResult", "recommend.Scale", "recommend.main", "symbolic.GeneralSoftmax", "symbolic.general_softmax", "symbolic.show_math", "plotting.show_figure", "reproducibility.Comparison"}
 
 
 def _public() -> set[str]:

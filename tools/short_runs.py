@@ -1,4 +1,4 @@
-"""Short training runs of every arm, pinned for tests/test_training_short.py.
+"""Short training runs of every arm, pinned for tests/training/test_sweep.py.
 
     python tools/short_runs.py           # writes tests/data/training_short.json
 

@@ -1,5 +1,5 @@
 """attnscale.training.lengths: the length arm (train at n, test at 4n): held-out sets, the
-measures it reports, its stored cells and its memory use.
+measures it reports and its stored cells.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from attnscale.reproducibility import STABLE_RTOL
-from attnscale.training import SWEEP, forward, held_out_sets, init_params, length_transfer, lengths as lengths_module, load_lengths, load_sweep, sample_batch, train
+from attnscale.training import SWEEP, forward, held_out_sets, init_params, length_transfer, lengths as lengths_module, load_lengths, load_sweep, sample_batch
 from attnscale.training.lengths import MEASURES, RELATIVE, TRAINED, _measure
-from expect import named, peak_bytes
+from expect import named
 
 
 STORED = Path(__file__).resolve().parents[2] / "chapters" / "data" / "training_lengths.json"
@@ -187,24 +187,6 @@ def test_load_lengths_points_a_missing_file_to_the_make_target_that_writes_it(tm
     missing = tmp_path / "none.json"
     with pytest.raises(FileNotFoundError, match=named('path')):
         load_lengths(missing)
-
-
-def _peak_of_a_cosine_step(batch: int) -> float:
-    """Peak traced memory (bytes, above what was held before) of one cosine training step:
-    n = 2, d = 2, 64 models."""
-    return peak_bytes(train, 0, n=2, d=2, kind="cosine", alphas=list(np.arange(1.0, 9.0)),
-                      lrs=list(np.arange(1, 9) * 1e-3), seeds=1, steps=1, batch=batch, eval_size=4)
-
-
-def test_a_cosine_step_works_in_pieces_whatever_the_number_of_models():
-    """Cosine scores form the keys of every model, (seeds, batch, n, models, d) numbers;
-    the step works through the batch in pieces of at most 2^20 of them. With 64 models of
-    width 2 and n = 2 that is 4096 examples a piece, so going from 8192 to 16384 examples
-    adds pieces, not memory: the peak may grow by the added batch itself (about 2 MB),
-    never by the 16 MB the added examples' keys would take whole."""
-    keys_of_the_added_examples = 8192 * 2 * 64 * 2 * 8  # bytes: (seeds, batch, n, models, d) float64
-    grown = _peak_of_a_cosine_step(16384) - _peak_of_a_cosine_step(8192)
-    assert grown < keys_of_the_added_examples, grown / 2**20
 
 
 DATA = Path(__file__).resolve().parents[2] / "chapters" / "data"

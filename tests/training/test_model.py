@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from attnscale import training as tr
-from attnscale.training import forward, identity_alignment, init_params, loss_and_grads, sample_batch
+from attnscale.training import bilinear_gradient, forward, identity_alignment, init_params, loss_and_grads, sample_batch
+from attnscale.training.model import PIECE, _loss_and_grads, _piece_size
 from expect import named
 
 
@@ -154,24 +155,11 @@ def test_initial_alignment_against_the_training_loop_and_the_weight_gradients():
     cell = {"seed": 11, "alphas": [0.5, 2.0], "n": 4, "d": 3, "kind": "dot"}
     align, loss, first = tr.initial_alignment(cell)
     # one SGD step at rates 1 and 2 from the same start and batch: W1 = W0 - g and W2 = W0 - 2g
-    out = tr.train(
-        cell["seed"],
-        n=4,
-        d=3,
-        kind="dot",
-        alphas=cell["alphas"],
-        lrs=[1.0, 2.0],
-        seeds=S["seeds"],
-        steps=1,
-        batch=S["batch"],
-        c=S["c"],
-        noise=S["noise"],
-        optimizer="sgd",
-        eval_size=S["eval_size"],
-        return_params=True,
-    )
-    one = {k: w[:, 0::2] for k, w in out["params"].items()}
-    two = {k: w[:, 1::2] for k, w in out["params"].items()}
+    settings = tr.TrainSettings(n=4, d=3, kind="dot", alphas=cell["alphas"], lrs=[1.0, 2.0], seeds=S["seeds"], steps=1, batch=S["batch"], c=S["c"],
+                                noise=S["noise"], optimizer="sgd", eval_size=S["eval_size"], return_params=True)
+    out = tr.train(cell["seed"], settings)
+    one = {k: w[:, 0::2] for k, w in out.params.items()}
+    two = {k: w[:, 1::2] for k, w in out.params.items()}
     Wq0, Wk0 = 2 * one["Wq"] - two["Wq"], 2 * one["Wk"] - two["Wk"]
     # dL/dW_k = W_q G, so G = W_q^-1 dL/dW_k
     np.testing.assert_allclose(first, _alignment(np.linalg.solve(Wq0, one["Wk"] - two["Wk"])).T, rtol=0, atol=1e-12)
@@ -182,17 +170,18 @@ def test_initial_alignment_against_the_training_loop_and_the_weight_gradients():
     held_loss, grads, _ = tr.loss_and_grads({"Wq": Wq0, "Wk": Wk0}, joined, cell["alphas"], "dot")
     np.testing.assert_allclose(align, _alignment(np.linalg.solve(Wq0, grads["Wk"])).T, rtol=0, atol=1e-12)
     np.testing.assert_allclose(loss, held_loss.T, rtol=1e-13)
-    np.testing.assert_allclose(loss, out["loss"][:, 0, :, 0], rtol=1e-13)  # the loop's loss at step 0
+    np.testing.assert_allclose(loss, out.loss[:, 0, :, 0], rtol=1e-13)  # the loop's loss at step 0
 
 
 def test_identity_alignment_refuses_a_non_finite_or_shapeless_g_by_name():
-    with pytest.raises(ValueError, match=named('G')):
+    with pytest.raises(ValueError, match="^G must be finite"):
         identity_alignment(np.array([[1.0, np.nan], [0.0, 1.0]]))
     for bad in (np.ones(3), np.ones((2, 3)), np.ones((4, 3, 2))):
-        with pytest.raises(ValueError, match=named('G')):
+        with pytest.raises(ValueError, match="^G must end in a square matrix"):
             identity_alignment(bad)
-    with pytest.raises(ValueError, match=named('G')):
-        identity_alignment(np.stack([np.eye(2), np.zeros((2, 2))]))
+    for bad in (np.zeros((3, 3)), np.stack([np.eye(2), np.zeros((2, 2))])):
+        with pytest.raises(ValueError, match=named('G') + ".*zero matrix"):
+            identity_alignment(bad)
 
 
 def test_identity_alignment_is_a_cosine_per_matrix():
@@ -229,3 +218,176 @@ def test_a_zero_key_or_query_has_no_cosine_and_is_refused(zero):
         data["x"] = np.zeros_like(data["x"])
     with pytest.raises(FloatingPointError, match=named('a')):
         forward(params, data, 1.0, "cosine")
+
+
+# ---- the forward pass against a plain loop, and the gradients ---------------------------------------------------------------
+def _perturbed_model(kind_seed: int, seeds: int = 2, models: int = 3, d: int = 6):
+    rng = np.random.default_rng(kind_seed)
+    params = init_params(rng, seeds, models, d)
+    # break the copies across models so each model's gradient is its own
+    params = {k: w + 0.1 * rng.standard_normal(w.shape) for k, w in params.items()}
+    return rng, params
+
+
+@pytest.mark.parametrize("kind", ["dot", "cosine"])
+def test_forward_matches_a_direct_computation(kind):
+    """The layout tricks (keys never formed for dot scores) against a plain loop."""
+    rng, params = _perturbed_model(2)
+    data = sample_batch(rng, 2, 3, 4, 6)
+    alpha = np.array([0.5, 2.0, 6.0])
+    f = forward(params, data, alpha, kind)
+    for s in range(2):
+        for m in range(3):
+            for b in range(3):
+                q = params["Wq"][s, m] @ data["x"][s, b]
+                k = data["K"][s, b] @ params["Wk"][s, m].T
+                raw = k @ q / np.sqrt(6) if kind == "dot" else (k @ q) / (np.linalg.norm(k, axis=1) * np.linalg.norm(q))
+                p = np.exp(alpha[m] * raw - np.max(alpha[m] * raw))
+                p /= p.sum()
+                np.testing.assert_allclose(f["p"][s, b, m], p, rtol=1e-12)
+
+
+def _learned_model(seed=3):
+    rng = np.random.default_rng(seed)
+    params = init_params(rng, 2, 3, 6)
+    params["Wq"] = params["Wq"] + 0.3 * rng.standard_normal(params["Wq"].shape)  # the models of a seed part ways
+    params["log_gain"] = rng.normal(0.0, 0.5, (2, 3))
+    return params, sample_batch(rng, 2, 4, 5, 6), np.array([0.7, 1.7, 3.0])
+
+
+@pytest.mark.parametrize("kind", ["dot", "cosine"])
+def test_every_gradient_with_a_learned_scale_matches_central_differences(kind):
+    """d loss / d log_gain (and the weight gradients, now at the learned scale
+    alpha exp(log_gain)) against central differences of the loss, entry by entry.
+    (Without a learned scale: tests/training/test_analysis.py's gradient check.)"""
+    params, batch, alpha = _learned_model()
+    _, grads, _ = loss_and_grads(params, batch, alpha, kind)
+    h, worst = 1e-6, 0.0
+    for key in ("log_gain", "Wq", "Wk"):
+        for index in np.ndindex(params[key].shape):
+            moved = {k: w.copy() for k, w in params.items()}
+            moved[key][index] += h
+            up = loss_and_grads(moved, batch, alpha, kind)[0][index[:2]]
+            moved[key][index] -= 2 * h
+            down = loss_and_grads(moved, batch, alpha, kind)[0][index[:2]]
+            worst = max(worst, abs((up - down) / (2 * h) - grads[key][index]))
+    # central differences: truncation O(h^2) ~ 1e-12, rounding O(eps / h) ~ 1e-10
+    assert worst < 1e-8
+    assert np.abs(grads["log_gain"]).max() > 1e-3  # a real gradient, not a zero that passes trivially
+
+
+def test_a_zero_log_gain_is_the_fixed_scale():
+    """With log_gain = 0 the loss and the weight gradients are those of the fixed scale."""
+    params, batch, alpha = _learned_model()
+    params["log_gain"][:] = 0.0
+    loss, grads, _ = loss_and_grads(params, batch, alpha, "dot")
+    fixed = {k: params[k] for k in ("Wq", "Wk")}
+    loss0, grads0, _ = loss_and_grads(fixed, batch, alpha, "dot")
+    np.testing.assert_allclose(loss, loss0, rtol=1e-14)
+    for k in fixed:
+        np.testing.assert_allclose(grads[k], grads0[k], rtol=1e-12, atol=1e-15)
+
+
+def test_a_log_gain_of_another_shape_or_not_finite_is_refused_by_name():
+    params, batch, alpha = _learned_model()
+    with pytest.raises(ValueError, match="log_gain"):
+        loss_and_grads({**params, "log_gain": np.zeros(3)}, batch, alpha, "dot")
+    with pytest.raises(ValueError, match="log_gain"):
+        loss_and_grads({**params, "log_gain": np.full((2, 3), np.nan)}, batch, alpha, "dot")
+
+
+def test_bilinear_gradient_gives_the_weight_gradients():
+    rng, params = _perturbed_model(4)
+    data = sample_batch(rng, 2, 4, 5, 6)
+    alpha = np.array([0.5, 1.5, 4.0])
+    G = bilinear_gradient(params, data, alpha)
+    _, grads, _ = loss_and_grads(params, data, alpha, "dot")
+    np.testing.assert_allclose(params["Wq"] @ G, grads["Wk"], rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(params["Wk"] @ G.swapaxes(-1, -2), grads["Wq"], rtol=1e-10, atol=1e-14)
+    G2, p = bilinear_gradient(params, data, alpha, with_weights=True)
+    np.testing.assert_array_equal(G2, G)
+    np.testing.assert_array_equal(p, forward(params, data, alpha, "dot")["p"])
+
+
+def test_one_model_is_independent_of_the_others():
+    """A model's gradient is the same alone or batched with other scales."""
+    rng, params = _perturbed_model(3)
+    data = sample_batch(rng, 2, 4, 5, 6)
+    _, many, _ = loss_and_grads(params, data, np.array([0.7, 1.7, 3.0]), "dot")
+    one = {k: w[:, 1:2] for k, w in params.items()}
+    _, single, _ = loss_and_grads(one, data, 1.7, "dot")
+    np.testing.assert_allclose(single["Wq"][:, 0], many["Wq"][:, 1], rtol=1e-12)
+
+
+def test_loss_and_grads_refuses_a_bad_kind_scale_or_key_width_with_its_rule():
+    rng = np.random.default_rng(0)
+    params = init_params(rng, 1, 1, 4)
+    with pytest.raises(ValueError, match="kind must be 'dot' or 'cosine'"):
+        loss_and_grads(params, sample_batch(rng, 1, 2, 3, 4), 1.0, "bilinear")
+    with pytest.raises(ValueError, match="alpha must be a scalar or one scale per model"):
+        loss_and_grads(params, sample_batch(rng, 1, 2, 3, 4), [1.0, 2.0])
+    with pytest.raises(ValueError, match="data K must have shape"):
+        loss_and_grads(params, sample_batch(rng, 1, 2, 3, 5), 1.0)
+
+
+# ---- cosine batches in pieces -------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("piece", [3840, 3 * 3840, 10**9])
+def test_cosine_pieces_give_the_whole_batch_gradient(monkeypatch, piece):
+    """The training step works through a cosine batch in pieces of at most PIECE numbers
+    of the batch's keys for every model (here 2 seeds x 40 keys x 3 models x 16 = 3840 per
+    example; PIECE lowered to make pieces of 1 and 3 examples, the last one short); the
+    gradients and the loss are the whole batch's to rounding."""
+    from attnscale.training import model
+
+    monkeypatch.setattr(model, "PIECE", piece)
+    rng = np.random.default_rng(3)
+    seeds, models, n, d, batch = 2, 3, 40, 16, 16
+    assert _piece_size(seeds, n, models, d) == min(piece // 3840, 10**9)
+    params = {k: w + 0.1 * rng.standard_normal(w.shape) for k, w in init_params(rng, seeds, models, d).items()}
+    params["log_gain"] = 0.3 * rng.standard_normal((seeds, models))
+    data = sample_batch(rng, seeds, batch, n, d)
+    a = np.array([2.0, 5.0, 9.0])
+    loss, whole, _ = loss_and_grads(params, data, a, "cosine")  # the public path: the batch at once
+    f, pieces = _loss_and_grads(params, data, a, "cosine", checked=True)
+    assert (set(f) == {"loss"}) == (piece < 16 * 3840)
+    np.testing.assert_allclose(f["loss"], loss, rtol=1e-12)
+    for key in whole:
+        np.testing.assert_allclose(pieces[key], whole[key], rtol=1e-10, atol=1e-15, err_msg=key)
+
+
+def test_piece_size():
+    assert _piece_size(5, 256, 12, 32) == PIECE // (5 * 256 * 12 * 32) == 2
+    assert _piece_size(5, 10**6, 20, 64) == 1
+
+
+# ---- the scale under Adam -------------------------------------------------------------------------------------------------------
+def test_adam_at_scale_alpha_is_scale_one_with_epsilon_divided_by_sqrt_alpha():
+    """Adam at scale alpha, rate eta and epsilon eps, from W0, follows step by
+    step the path of scale 1, rate sqrt(alpha) eta and epsilon eps / sqrt(alpha),
+    from sqrt(alpha) W0 (the chapter's identity). With epsilon multiplied by
+    sqrt(alpha) instead, the paths part: the test can tell the two apart."""
+    alpha, eta, eps, steps = 4.0, 0.02, 1e-3, 30
+    root = np.sqrt(alpha)
+
+    def run(eps_b):
+        rng = np.random.default_rng(11)
+        w0 = init_params(rng, 1, 1, 6)
+        a = {k: w.copy() for k, w in w0.items()}
+        b = {k: root * w for k, w in w0.items()}
+        moments = {name: {k: [np.zeros_like(w), np.zeros_like(w)] for k, w in w0.items()} for name in "ab"}
+        worst = 0.0
+        for t in range(1, steps + 1):
+            data = sample_batch(rng, 1, 8, 5, 6)
+            for name, params, scale, rate, e in (("a", a, alpha, eta, eps), ("b", b, 1.0, root * eta, eps_b)):
+                _, grads, _ = loss_and_grads(params, data, scale, "dot")
+                for k in params:
+                    m, v2 = moments[name][k]
+                    m[:] = 0.9 * m + 0.1 * grads[k]
+                    v2[:] = 0.999 * v2 + 0.001 * grads[k] ** 2
+                    params[k] = params[k] - rate * (m / (1 - 0.9**t)) / (np.sqrt(v2 / (1 - 0.999**t)) + e)
+            worst = max(worst, max(float(np.max(np.abs(root * a[k] - b[k]))) for k in a))
+        return worst
+
+    # rounding alone: ~1e-16 per operation over 30 steps
+    assert run(eps / root) < 1e-10
+    assert run(eps * root) > 1e-6

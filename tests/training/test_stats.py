@@ -774,3 +774,52 @@ def test_a_verdict_by_hand(stored):
     r = paired_comparison(a, b, resamples=100)
     assert r.later > r.earlier and 12 * r.p_value < 0.05
     assert stored[0]["sweep: adam 2.5 - 1, speed"] == "later"
+
+
+# ---- steps to target, the best rate and the rate exponent by hand ------------------------------------------------------------
+def test_steps_to_target_and_best_lr():
+    step = np.array([0, 10, 20, 30])
+    acc = np.array([[0.1, 0.5, 0.9, 0.95], [0.1, 0.2, 0.3, 0.4]])
+    np.testing.assert_array_equal(tr.steps_to_target(step, acc, 0.8), [20, np.inf])
+    np.testing.assert_array_equal(tr.steps_to_target(step, acc, 0.1), [0, 0])
+    loss = np.ones((2, 3, 2, 4))
+    loss[0, 2] = 0.5
+    loss[1, 0] = 0.25
+    np.testing.assert_array_equal(tr.best_lr_index(loss), [2, 0])
+
+
+def test_lr_exponent_recovers_a_power_law():
+    alphas = np.array([0.25, 1.0, 2.5, 8.0])
+    lrs = [0.01, 0.03, 0.1, 0.3, 1.0, 3.0]
+    # best rates 1/alpha on a grid that contains them: index of 3, 1, 0.3 (closest to 0.4), 0.1 (closest to 0.125)
+    cell = {"alphas": alphas, "lrs": lrs, "best_lr": [5, 4, 3, 2]}
+    pooled, per_cell = tr.lr_exponent([cell, {**cell, "best_lr": [4, 4, 4, 4]}])
+    assert per_cell[1] == 0.0
+    x = np.log(alphas) - np.log(alphas).mean()
+    y = np.log([3.0, 1.0, 0.3, 0.1]) - np.log([3.0, 1.0, 0.3, 0.1]).mean()
+    assert per_cell[0] == pytest.approx(x @ y / (x @ x))
+    assert pooled == pytest.approx(per_cell[0] / 2)
+
+
+def test_best_rates_reads_either_layout():
+    assert tr.best_rates({"lrs": [[0.1, 0.3], [1.0, 3.0]], "best_lr": np.array([1, 0])}).tolist() == [0.3, 1.0]
+    assert tr.best_rates({"lrs": [0.1, 0.3, 1.0], "best_lr": np.array([2, 0])}).tolist() == [1.0, 0.1]
+    with pytest.raises(ValueError, match="best_lr"):
+        tr.best_rates({"lrs": [[0.1, 0.3]], "best_lr": np.array([2])})
+    with pytest.raises(ValueError, match="best_lr"):
+        tr.best_rates({"lrs": [[0.1, 0.3]], "best_lr": np.array([0, 1])})
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: tr.lr_exponent([]), "cells must hold at least one"),
+        (lambda: tr.steps_to_target([0, 1], [0.5, 0.6], 1.5), "target must be in"),
+        (lambda: tr.steps_to_target([0, 1], [0.5, 0.6], 0.0), "target must be in"),
+        (lambda: tr.best_lr_index(np.ones((2, 3))), "loss must have shape"),
+    ],
+    ids=["lr_exponent-no-cells", "target-above-1", "target-0", "best_lr_index-no-seed-axis"],
+)
+def test_the_rate_statistics_refuse_bad_input_with_their_rule(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()

@@ -6,7 +6,8 @@ Submodules, one job each:
 - ``attnscale.training.model``: the task, the model, its forward pass and
   exact gradients (dot and cosine scores);
 - ``attnscale.training.loop``: training many models at once (Adam, SGD, AdamW),
-  the evaluation schedule, test and validation sets, divergence marking;
+  the evaluation schedule, test and validation sets, divergence marking
+  (``train(seed, TrainSettings(...))`` returns a ``TrainResult``);
 - ``attnscale.training.stats``: steps to target, best rate, rate exponent, and the
   paired tests, bootstrap intervals and stratified correlations of the analysis;
 - ``attnscale.training.sweep``: the sweep's settings, the windows of learning
@@ -27,7 +28,7 @@ Submodules, one job each:
 
 from .analysis import among_fastest, compare_arms, finite_difference_error, identity_map, initial_alignment
 from .lengths import MEASURES, RELATIVE, TRAINED, held_out_sets, length_transfer, load_lengths
-from .loop import LIMIT, OPTIMIZERS, evaluation_steps, train
+from .loop import LIMIT, OPTIMIZERS, TrainResult, TrainSettings, evaluation_steps, train
 from .model import KINDS, bilinear_gradient, forward, identity_alignment, init_params, loss_and_grads, sample_batch
 from .stats import (
     PairedComparison,
@@ -60,6 +61,8 @@ __all__ = [
     "loss_and_grads",
     "bilinear_gradient",
     "identity_alignment",
+    "TrainSettings",
+    "TrainResult",
     "train",
     "evaluation_steps",
     "lattice_rate",

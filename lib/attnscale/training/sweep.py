@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import _validate as v
 from .._paths import in_book
-from .loop import _optimizer, evaluation_steps, train
+from .loop import TrainSettings, _optimizer, evaluation_steps, train
 from .model import _kind
 from .stats import best_lr_index, steps_to_target
 
@@ -98,7 +98,7 @@ def rate_window(optimizer: str, kind: str, alpha: float, cfg: dict[str, Any] | N
     return list(range(k - (rates - 1) // 2, k - (rates - 1) // 2 + rates))
 
 
-#: the entries of train()'s result laid out (alphas, lrs, ...)
+#: the entries of train()'s result (TrainResult.as_dict()) laid out (alphas, lrs, ...)
 _BY_RATE = ("loss", "accuracy", "half_l1", "scale", "diverged_at", "val_loss")
 
 
@@ -120,7 +120,7 @@ def tune(seed: int, *, n: int, d: int, kind: str, alphas: list[float], optimizer
     the window's other end dropped, up to ``cfg["slides"]`` times. Every run of a seed shares
     its initial weights and batches, whichever call trains it.
 
-    Returns :func:`train`'s result over the final windows (``params``, with ``return_params``,
+    Returns :func:`train`'s result over the final windows as a dict of its entries (``params``, with ``return_params``,
     of shape (seeds, alphas, rates, ...)), plus ``lrs`` (alphas, rates), ``best_lr`` (alphas,)
     indices into them, and ``slides`` (alphas,): how far each window moved (negative: down)."""
     optimizer, kind = _optimizer(optimizer), _kind(kind)
@@ -131,11 +131,12 @@ def tune(seed: int, *, n: int, d: int, kind: str, alphas: list[float], optimizer
     slides_left = v.integer_at_least(cfg["slides"], "slides", 0)
 
     def run(scales: list[float], idx: list[list[int]]) -> dict[str, Any]:
-        out: dict[str, Any] = train(seed, n=n, d=d, kind=kind, alphas=scales, lrs=[[lattice_rate(k) for k in row] for row in idx], seeds=cfg["seeds"],
-                    steps=cfg["steps"], batch=cfg["batch"], noise=cfg["noise"], c=cfg["c"], optimizer=optimizer,
-                    eval_steps=evaluation_steps(cfg["steps"], cfg["resolution"], cfg["dense"]), eval_size=cfg["eval_size"],
-                    validation_size=cfg["validation_size"], validation_every=cfg["validation_every"], learn_scale=learn_scale,
-                    weight_decay=weight_decay, return_params=return_params)
+        settings = TrainSettings(n=n, d=d, kind=kind, alphas=scales, lrs=[[lattice_rate(k) for k in row] for row in idx], seeds=cfg["seeds"],
+                                 steps=cfg["steps"], batch=cfg["batch"], noise=cfg["noise"], c=cfg["c"], optimizer=optimizer,
+                                 eval_steps=evaluation_steps(cfg["steps"], cfg["resolution"], cfg["dense"]), eval_size=cfg["eval_size"],
+                                 validation_size=cfg["validation_size"], validation_every=cfg["validation_every"], learn_scale=learn_scale,
+                                 weight_decay=weight_decay, return_params=return_params)
+        out = train(seed, settings).as_dict()
         if return_params:
             out["params"] = {key: w.reshape(w.shape[:1] + (len(scales), len(idx[0])) + w.shape[2:]) for key, w in out["params"].items()}
         return out
