@@ -77,19 +77,17 @@ for mod in sys.argv[1:]:
         path.write_text(body + "\n\n# decorators lifted by tools/mutate.sh\n" + "".join(tail))
         print(f"{mod}: {len(tail)} decorated functions lifted")
 LIFT
-# tests/test_install.py installs the package (lib/ is src/ here); tests/test_training.py replays stored training cells (about 15 s): only where training is mutated.
+# tests/test_install.py installs the package (lib/ is src/ here): left out.
 # The tests marked stored_sweep re-run part of a stored sweep (15 s to 4 min each) and are left
 # out: a survivor would pay all of them (about 400 s), so a run over training would take days.
 # tests/training/test_runner.py pins short runs of every arm in their place.
-ignore_training=$'\n    --ignore=tests/test_training.py'
-for m in "${MODULES[@]}"; do case "$m" in training*) ignore_training="";; esac; done
 cat > setup.cfg <<CFG
 [mutmut]
 source_paths = src
 only_mutate =$only
 pytest_add_cli_args_test_selection =
     tests/
-    --ignore=tests/test_notebooks.py$ignore_training
+    --ignore=tests/test_notebooks.py
     --ignore=tests/test_install.py
     --ignore=tests/browser
     -m
