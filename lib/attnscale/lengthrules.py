@@ -34,10 +34,10 @@ from typing import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.optimize import brentq, minimize_scalar
 
 from . import _validate as v
 from . import exact
+from ._roots import bracketed_root
 
 __all__ = [
     "RULES",
@@ -181,7 +181,8 @@ def _solve(f: Callable[[float], float], on_grid: NDArray[np.float64], name: str)
     at the low end. ``on_grid`` holds ``f`` on :data:`LOG_ALPHA_GRID`, extended by factors
     of 2 up to ``1e4`` while ``f`` still rises; the first sign change brackets the root.
     Without one, the largest value found is refined by bounded minimisation (``f`` may
-    rise to a peak and fall again) and must reach 0. Then Brent's method to ``xtol = 1e-14``."""
+    rise to a peak and fall again) and must reach 0. Then regula falsi (:mod:`attnscale._roots`)
+    to a bracket of width ``1e-14``."""
     if not on_grid[0] < 0:
         raise ValueError(f"{name}: the target is reached already at alpha = e^-12 (it lies at or beyond the alpha -> 0 limit)")
     x, y = list(LOG_ALPHA_GRID), list(on_grid)
@@ -197,12 +198,14 @@ def _solve(f: Callable[[float], float], on_grid: NDArray[np.float64], name: str)
         i = int(np.argmax(ys))
         if i == xs.size - 1:
             raise ValueError(f"{name}: the target is out of reach for alpha <= {exact.ALPHA_MAX:g}")
+        from scipy.optimize import minimize_scalar  # here, not at the top: importing scipy.optimize is slow
+
         left, right = xs[max(i - 1, 0)], xs[i + 1]
         peak = minimize_scalar(lambda t: -f(t), bounds=(left, right), method="bounded", options={"xatol": 1e-12})
         if -peak.fun < 0:
             raise ValueError(f"{name}: the target exceeds the largest value, reached near alpha = {math.exp(peak.x):.4g}")
         lo, hi = left, float(peak.x)
-    return math.exp(brentq(f, lo, hi, xtol=1e-14, rtol=4 * np.finfo(float).eps))
+    return math.exp(bracketed_root(f, float(lo), float(hi), xtol=1e-14, rtol=4 * np.finfo(float).eps))
 
 
 def _per_length(n: ArrayLike, solve: Callable[[float, NDArray], float], table: Callable[[NDArray], NDArray]) -> Out:
@@ -228,7 +231,7 @@ def alpha_constant_needle(n: ArrayLike, gap: float = 5.0, target: float | None =
     The weight is ``1/n`` at ``alpha = 0`` and tends to ``Phi(gap)^(n-1)`` (the chance that
     the needle is the largest score) as ``alpha -> inf``; in between it may peak and
     fall (small ``gap``, large ``n``): the rule is then the root on the rising side.
-    Solved per ``n`` for ``log alpha`` (bracketed on a grid, then Brent's method) and
+    Solved per ``n`` for ``log alpha`` (bracketed on a grid, then regula falsi) and
     checked against the target to relative 1e-10 (``RuntimeError`` otherwise);
     ``ValueError`` when the target is out of reach for ``e^-12 <= alpha <= 1e4``.
     """

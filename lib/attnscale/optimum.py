@@ -10,13 +10,14 @@ scores ``M(t) = exp(t^2 / 2)`` and the objective is ``alpha (1 - exp(alpha^2) / 
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-
-from scipy.optimize import brentq
 from scipy.special import gammaln
 
 from . import _validate as v
+from ._roots import regula_falsi
 from .scores import _bessel_dims
 from .special import _log_hyp0f1, _log_ive, _ratio_and_complement
 
@@ -190,6 +191,8 @@ def alpha_star_frobenius_normal(n: ArrayLike) -> NDArray[np.float64] | float:
     ``expm1(x)`` and ``log1p``), so the root is good to a few ulp (against 80-digit mpmath)
     for every ``n > 1``, from ``1 + eps`` to the largest float. Element-wise.
     """
+    from scipy.optimize import brentq  # here, not at the top: importing scipy.optimize is slow
+
     m = v.lengths(n)
     out = np.empty(m.shape)
     for idx, length in np.ndenumerate(m):
@@ -313,22 +316,35 @@ def alpha_star_cosine(n: ArrayLike, d: ArrayLike, *, iterations: int = 60) -> ND
     >>> round(alpha_star_cosine(4096, 128), 1)
     29.7
     """
-    m = v.lengths(n)
-    d_ = _bessel_dims(d)
+    m, d_ = v.lengths(n), _bessel_dims(d)
     iterations = v.integer_at_least(iterations, "iterations", 1)
     m, d_ = np.broadcast_arrays(m, d_)
-    shape = m.shape
-    log_n = np.log(m.ravel())
-    dd = d_.ravel().copy()
+    log_n, dd = np.log(m.ravel()), d_.ravel().copy()
 
     def h(a: NDArray, idx: NDArray) -> NDArray:
-        log_r, slope = _cosine_terms(a, dd[idx])
-        return log_r + np.log1p(slope) - log_n[idx]
+        return _cosine_first_order(a, dd[idx], log_n[idx])
 
+    lo, hi = _cosine_bracket(h, log_n, dd)
     everything = np.arange(log_n.size)
-    # start from the large-d limit sqrt(d) alpha*_N(n) and widen until the root is bracketed
-    guess = np.sqrt(dd) * alpha_star_normal(np.exp(log_n))
-    hi = 1.5 * guess
+    # the Illinois method (modified regula falsi) in log(alpha): superlinear, and it keeps the bracket
+    x_lo, x_hi, _ = regula_falsi(lambda x, idx: h(np.exp(x), idx), np.log(lo), np.log(hi), h(lo, everything),
+                                 h(hi, everything), xtol=4e-16, rtol=4e-16, iterations=iterations)
+    return v.scalar_or_array(np.sqrt(np.exp(x_lo) * np.exp(x_hi)).reshape(m.shape))
+
+
+def _cosine_first_order(alpha: NDArray, d: NDArray, log_n: NDArray) -> NDArray:
+    """The first-order condition of :func:`alpha_star_cosine` in logarithms,
+    ``log R + log1p(alpha (log R)') - log n``: negative below the optimum, positive above."""
+    log_r, slope = _cosine_terms(alpha, d)
+    return log_r + np.log1p(slope) - log_n
+
+
+def _cosine_bracket(h: Callable[[NDArray, NDArray], NDArray], log_n: NDArray, d: NDArray) -> tuple[NDArray, NDArray]:
+    """``lo, hi`` with ``h(lo) < 0 < h(hi)`` for every root: from ``1.5 sqrt(d) alpha*_N(n)``
+    (the large-``d`` limit), ``hi`` doubles until ``h(hi) > 0`` (the last ``hi`` below becoming
+    ``lo``), then ``lo`` halves until ``h(lo) < 0``."""
+    everything = np.arange(log_n.size)
+    hi = 1.5 * (np.sqrt(d) * alpha_star_normal(np.exp(log_n)))
     lo = hi.copy()
     for _ in range(400):  # grow hi until h(hi) > 0
         idx = everything[h(hi, everything) <= 0]
@@ -346,31 +362,4 @@ def alpha_star_cosine(n: ArrayLike, d: ArrayLike, *, iterations: int = 60) -> ND
         lo[idx] /= 2.0
     else:  # pragma: no cover
         raise ValueError("could not bracket the optimum: n too close to 1")
-    # Illinois (modified regula falsi) in log(alpha): superlinear, and it keeps the bracket
-    x_lo, x_hi = np.log(lo), np.log(hi)
-    f_lo, f_hi = h(lo, everything), h(hi, everything)
-    side = np.zeros(log_n.size, dtype=int)
-    active = everything
-    for _ in range(iterations):
-        if active.size == 0:
-            break
-        xl, xh, fl, fh = x_lo[active], x_hi[active], f_lo[active], f_hi[active]
-        x_new = xh - fh * (xh - xl) / (fh - fl)
-        x_new = np.where((x_new > xl) & (x_new < xh), x_new, 0.5 * (xl + xh))
-        f_new = h(np.exp(x_new), active)
-        right = f_new > 0
-        x_hi[active] = np.where(right, x_new, xh)
-        f_hi[active] = np.where(right, f_new, fh)
-        x_lo[active] = np.where(right, xl, x_new)
-        f_lo[active] = np.where(right, fl, f_new)
-        # Illinois step: halve the value kept at an endpoint that survives twice in a row
-        keep_lo, keep_hi = right & (side[active] == 1), ~right & (side[active] == -1)
-        f_lo[active] = np.where(keep_lo, 0.5 * f_lo[active], f_lo[active])
-        f_hi[active] = np.where(keep_hi, 0.5 * f_hi[active], f_hi[active])
-        side[active] = np.where(right, 1, -1)
-        done = (x_hi[active] - x_lo[active] <= 4e-16 * np.maximum(1.0, np.abs(x_hi[active]))) | (f_new == 0)
-        x_lo[active[done & (f_new == 0)]] = x_new[done & (f_new == 0)]
-        x_hi[active[done & (f_new == 0)]] = x_new[done & (f_new == 0)]
-        active = active[~done]
-    lo, hi = np.exp(x_lo), np.exp(x_hi)
-    return v.scalar_or_array(np.sqrt(lo * hi).reshape(shape))
+    return lo, hi

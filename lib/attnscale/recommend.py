@@ -36,11 +36,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.optimize import brentq
 
 from . import _validate as v
 from . import exact
 from . import lengthrules
+from ._roots import bracketed_root
 from .optimum import alpha_star_cosine, alpha_star_normal, collision_cosine, objective_normal
 
 __all__ = ["VALID", "NEEDLE_SCORE", "Advice", "advice", "Scale", "scale_at_share", "decoder_share", "decoder_best_scale", "recommend", "mean_field_check", "length_rules", "report", "main"]
@@ -71,7 +71,7 @@ def scale_at_share(n: float, share: float = NINETY, d: int | None = None) -> flo
     ``share`` (in ``(0, 1)``) of its large-``alpha`` limit :func:`attnscale.exact.near_tie_limit`,
     for ``n`` keys with normal (``d=None``) or cosine scores (``d >= 3``). The gradient rises
     monotonically to its limit, so the root is unique; it is bracketed by doubling and
-    found by Brent's method to ``1e-10``."""
+    found by regula falsi (:mod:`attnscale._roots`) to within ``1e-10``."""
     length = float(v.lengths(n, "n"))
     fraction = v.real_number(share, "share")
     if not 0 < fraction < 1:
@@ -85,7 +85,7 @@ def scale_at_share(n: float, share: float = NINETY, d: int | None = None) -> flo
     hi = 4.0 if law is None else 4.0 * math.sqrt(law)
     while gap(hi) < 0:
         hi *= 2.0
-    return float(brentq(gap, 1e-6, hi, xtol=1e-10, rtol=1e-12))
+    return bracketed_root(gap, 1e-6, hi, xtol=1e-10, rtol=1e-12)
 
 
 DECODER_MAX = 10**6  # longest decoder the decoder functions accept (one array entry per position)

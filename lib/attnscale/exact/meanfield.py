@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.optimize import brentq
 
 from .. import _validate as v
+from .._roots import bracketed_root
 from ..optimum import collision_normal
 from ._common import Out
 from .bulk import expected_sum_p2
@@ -45,13 +45,14 @@ def _limit_one(n: float, log_factor: float, step: float) -> float:
     k = int(past[0])
     sign = float(np.sign(err[k]))
     left = grid[k - 1] if k else lo
-    return float(brentq(lambda a: sign * np.log(float(mean_field_ratio(n, a))) - log_factor, left, grid[k], xtol=1e-12))
+    return bracketed_root(lambda a: sign * np.log(float(mean_field_ratio(n, a))) - log_factor, float(left), float(grid[k]),
+                          xtol=1e-12, rtol=4 * np.finfo(float).eps)
 
 
 def mean_field_limit(n: ArrayLike, factor: float = 1.1, *, step: float = 0.05) -> NDArray[np.float64] | float:
     """The smallest ``alpha`` at which mean field's ``E sum p^2`` is off by ``factor`` (either
     way) for ``n`` standard-normal scores: the first root of ``|log mean_field_ratio(n, alpha)|
-    = log(factor)``, located on a grid of spacing ``step`` and refined by Brent's method to
+    = log(factor)``, located on a grid of spacing ``step`` and refined by regula falsi to
     1e-12. ``factor = 1.1`` is chapter 7's 10% limit ``alpha_mf``. ``n`` is real in
     ``[2, 1e15]`` (element-wise); ``factor >= 1 + 1e-10``; ``step`` in ``(0, 0.1]``. The ratio grows
     without bound (its log is about ``alpha^2 - log n`` past the freezing point), so the
