@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 import math
 import re
+import subprocess
+import sys
 
 from scipy.optimize import minimize_scalar
 from scipy.special import lambertw
@@ -71,6 +73,19 @@ def test_command_line(capsys):
         main(["recommend", "--n", "1", "--d", "64"])
     assert err.value.code == 2
     assert "n must be" in capsys.readouterr().err
+
+
+def test_the_command_imports_neither_scipy_optimize_nor_sympy():
+    """The command's start (make bench: at most half a second) is mostly imports: in a new
+    interpreter, ``python -m attnscale recommend`` loads neither ``scipy.optimize`` (the
+    solvers on its path use the library's own root finder) nor SymPy."""
+    code = ("import runpy, sys\n"
+            "sys.argv = ['attnscale', 'recommend', '--n', '4096', '--d', '128']\n"
+            "try:\n    runpy.run_module('attnscale', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('scipy.optimize', 'sympy') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+    assert "90% of the exact gradient limit" in done.stdout
 
 
 def test_advice_is_the_usual_scale_for_dot_scores_and_the_cosine_scale_fixed_or_as_a_learned_start():
