@@ -322,14 +322,25 @@ def report(n: float, d: int, scores: str = "dot", n_train: float = 512, alpha_tr
     a planted key's weight, at training and at ``n``."""
     rows = recommend(n, d, scores)
     trained, a0 = _training(n_train, alpha_train)
-    kind = "dot-product scores q.k/sqrt(d)" if scores == "dot" else "cosine scores cos(q, k)"
-    raw = "q.k" if scores == "dot" else "cos(q, k)"
+    lines = _advice_lines(n, d, scores) + [""] + _scale_lines(rows, n, d, scores) + _mean_field_lines(n, d, scores)
+    lines += _length_scaling_lines(n, scores, trained, a0)
+    return "\n".join(lines)
+
+
+def _advice_lines(n: float, d: int, scores: str) -> list[str]:
+    """The recommendation of :func:`advice`, one wrapped bullet per situation."""
     lines = [f"Recommendation for n = {float(n):g} keys, d = {d} (the book's introduction):"]
     for item in advice(n, d, scores):
         lines.extend(textwrap.wrap(f"{item.situation}: {item.use}. Why: {item.scope} ({item.evidence}).",
                                    width=88, initial_indent="* ", subsequent_indent="  ", break_on_hyphens=False))
-    lines += [
-        "",
+    return lines
+
+
+def _scale_lines(rows: list[Scale], n: float, d: int, scores: str) -> list[str]:
+    """The table of the scales of :func:`recommend` and the note under it."""
+    kind = "dot-product scores q.k/sqrt(d)" if scores == "dot" else "cosine scores cos(q, k)"
+    raw = "q.k" if scores == "dot" else "cos(q, k)"
+    lines = [
         "The scales behind it:",
         f"n = {float(n):g} keys, d = {d}, {kind}; model: independent scores "
         + ("(standard normal)" if scores == "dot" else f"(uniform directions in R^{d})"),
@@ -342,7 +353,11 @@ def report(n: float, d: int, scores: str = "dot", n_train: float = 512, alpha_tr
         "scales saturate more rows. In the book's training experiment (ch-training), with the "
         "learning rate tuned per scale, scales above the usual one did not reach the target sooner."
     )
-    lines.extend(textwrap.wrap(note, width=88))
+    return lines + textwrap.wrap(note, width=88)
+
+
+def _mean_field_lines(n: float, d: int, scores: str) -> list[str]:
+    """Whether the mean field holds at its optimum (:func:`mean_field_check`), in words."""
     check = mean_field_check(n, d, scores)
     formula = "e^(alpha^2)/n" if scores == "dot" else "the mean field's sum p^2"
     verdict = "so the mean field is valid there" if check["valid"] else "so the mean field is not valid there"
@@ -353,37 +368,39 @@ def report(n: float, d: int, scores: str = "dot", n_train: float = 512, alpha_tr
     )
     if scores == "dot":
         text += f" At this n it stays within a factor {VALID:g} up to alpha = {check['limit']:.3f}."
-    lines.extend(textwrap.wrap(text, width=88))
+    return textwrap.wrap(text, width=88)
+
+
+def _length_scaling_lines(n: float, scores: str, trained: float, a0: float) -> list[str]:
+    """The table of :func:`length_rules` with what each rule keeps, or why there is none."""
     if scores != "dot":
         text = "Length scaling: chapter 8's rules are derived for normal scores; the book does not compute them for cosine scores."
-        lines.extend(textwrap.wrap(text, width=88))
-    elif not float(n) > trained:
+        return textwrap.wrap(text, width=88)
+    if not float(n) > trained:
         text = f"Length scaling: n does not exceed the training length n0 = {trained:g}, so no rule applies (set n_train, --n-train)."
-        lines.extend(textwrap.wrap(text, width=88))
-    else:
-        rules = length_rules(n, trained, a0)
-        lines.append(f"Length scaling (ch-entropy): trained on n0 = {trained:g} keys at alpha0 = {a0:g}, run on n = {float(n):g} keys;")
-        lines.append(f"exact expectations over independent normal scores, a planted key at score {NEEDLE_SCORE:g}:")
-        lines.append(f"{'':34s}{'alpha':>9s} {'E H':>8s} {'E H/log n':>10s} {'gradient':>9s} {'key weight':>11s}")
-        names = [("at training (n0, alpha0)", None), ("fixed scale", "fixed"), ("constant entropy", "entropy"),
-                 ("constant key weight", "needle"), ("log ratio alpha0 ln n / ln n0", "log_ratio"),
-                 ("dynamic YaRN", "yarn")]
-        alphas = np.array([a0 if key is None else rules[key] for _, key in names])
-        lengths = np.array([trained if key is None else float(n) for _, key in names])
-        ok = ~np.isnan(alphas)
-        e = lengthrules.evaluate(alphas[ok], lengths[ok], gap=NEEDLE_SCORE)  # one call for every row with a scale
-        j = 0
-        for (label, _), a, found in zip(names, alphas, ok):
-            if not found:
-                lines.append(f"{label:34s}{'none':>9s}  (no scale keeps the key's weight at this n)")
-                continue
-            lines.append(f"{label:34s}{a:9.3f} {float(e['entropy'][j]):8.3f} {float(e['entropy_ratio'][j]):10.3f} "
-                         f"{float(e['half_l1'][j]):9.3f} {float(e['needle_weight'][j]):11.4g}")
-            j += 1
-        text = ("The log ratio is Su's rule and, relative to training, also Qwen's, LongRoPE's, Scalable-Softmax's "
-                "and Chiang and Cholak's; YaRN's s is read as n / n0.")
-        lines.extend(textwrap.wrap(text, width=88, break_on_hyphens=False))
-    return "\n".join(lines)
+        return textwrap.wrap(text, width=88)
+    rules = length_rules(n, trained, a0)
+    lines = [f"Length scaling (ch-entropy): trained on n0 = {trained:g} keys at alpha0 = {a0:g}, run on n = {float(n):g} keys;",
+             f"exact expectations over independent normal scores, a planted key at score {NEEDLE_SCORE:g}:",
+             f"{'':34s}{'alpha':>9s} {'E H':>8s} {'E H/log n':>10s} {'gradient':>9s} {'key weight':>11s}"]
+    names = [("at training (n0, alpha0)", None), ("fixed scale", "fixed"), ("constant entropy", "entropy"),
+             ("constant key weight", "needle"), ("log ratio alpha0 ln n / ln n0", "log_ratio"),
+             ("dynamic YaRN", "yarn")]
+    alphas = np.array([a0 if key is None else rules[key] for _, key in names])
+    lengths = np.array([trained if key is None else float(n) for _, key in names])
+    ok = ~np.isnan(alphas)
+    e = lengthrules.evaluate(alphas[ok], lengths[ok], gap=NEEDLE_SCORE)  # one call for every row with a scale
+    j = 0
+    for (label, _), a, found in zip(names, alphas, ok):
+        if not found:
+            lines.append(f"{label:34s}{'none':>9s}  (no scale keeps the key's weight at this n)")
+            continue
+        lines.append(f"{label:34s}{a:9.3f} {float(e['entropy'][j]):8.3f} {float(e['entropy_ratio'][j]):10.3f} "
+                     f"{float(e['half_l1'][j]):9.3f} {float(e['needle_weight'][j]):11.4g}")
+        j += 1
+    text = ("The log ratio is Su's rule and, relative to training, also Qwen's, LongRoPE's, Scalable-Softmax's "
+            "and Chiang and Cholak's; YaRN's s is read as n / n0.")
+    return lines + textwrap.wrap(text, width=88, break_on_hyphens=False)
 
 
 def main(argv: list[str] | None = None) -> int:
