@@ -70,6 +70,11 @@ def _pooled(cells: list[dict], label: str, key: str, rate: list[int] | None = No
     return np.concatenate(parts)
 
 
+Cells = dict[tuple[str, str, int, int], dict]
+Verdicts = dict[str, str]
+Counts = dict[str, tuple[int, int, int]]
+
+
 def conclusions(directory: str | Path) -> tuple[dict[str, str], dict[str, tuple[int, int, int]]]:
     """Every verdict chapter 10 states, from the stored results in ``directory``.
 
@@ -78,64 +83,107 @@ def conclusions(directory: str | Path) -> tuple[dict[str, str], dict[str, tuple[
     ``"outside"`` (whether the rule's exponent lies in the 95% interval of the six dot
     cells' exponents); ``counts`` maps the comparisons between stable scales to their
     (later, earlier, tied) counts."""
-    if not isinstance(directory, (str, Path)):
-        raise TypeError(f"directory must be a str or Path, got {type(directory).__name__}")
-    directory = Path(directory)
-    missing = [f for f in _FILES if not _file(directory, f).is_file()]
-    if missing:
-        raise FileNotFoundError(f"directory: {directory} lacks {missing}; run `make sweep` to produce them")
+    directory = _results_directory(directory)
     sweeps = {opt: load_sweep(_file(directory, f"training_{opt}.json")) for opt in SWEEP["lrs"]}
     cells = {(c["optimizer"], c["kind"], c["n"], c["d"]): c for s in sweeps.values() for c in s["cells"]}
-    nd = [(n, d) for n in SWEEP["ns"] for d in SWEEP["ds"]]
-    out: dict[str, str] = {}
-    counts: dict[str, tuple[int, int, int]] = {}
     calm = {label: label not in CHAOTIC_LABELS for c in cells.values() for label in c["labels"]}
+    out: Verdicts = {}
+    counts: Counts = {}
+    _main_sweep(out, counts, cells, calm)
+    _rate_rule(out, cells)
+    _learned_scale(out, counts, directory, cells, calm)
+    _adamw(out, counts, directory, cells, calm)
+    _lengths(out, directory)
+    return out, counts
 
-    # the main sweep: twelve comparisons of speed and twelve of final loss, Holm within each
+
+def _results_directory(directory: object) -> Path:
+    """``directory`` as a path, holding every file of :data:`_FILES` (or its ``.gz``)."""
+    if not isinstance(directory, (str, Path)):
+        raise TypeError(f"directory must be a str or Path, got {type(directory).__name__}")
+    path = Path(directory)
+    missing = [f for f in _FILES if not _file(path, f).is_file()]
+    if missing:
+        raise FileNotFoundError(f"directory: {path} lacks {missing}; run `make sweep` to produce them")
+    return path
+
+
+def _grid() -> list[tuple[int, int]]:
+    """The sweep's cells ``(n, d)``, in the order of :data:`attnscale.training.sweep.SWEEP`."""
+    return [(n, d) for n in SWEEP["ns"] for d in SWEEP["ds"]]
+
+
+def _main_sweep(out: Verdicts, counts: Counts, cells: Cells, calm: dict[str, bool]) -> None:
+    """The main sweep: twelve comparisons of speed and twelve of final loss, Holm within each."""
     main = {f"{opt} {arm} - {ref}": compare_arms(cells, opt, kind, arm, ref)[0] for opt in SWEEP["lrs"] for kind, arm, ref in COMPARISONS}
     _family(out, counts, "sweep", main, {f"{opt} {arm} - {ref}": calm[arm] and calm[ref] for opt in SWEEP["lrs"] for _, arm, ref in COMPARISONS})
 
-    # the learning-rate rule: is -1 (the notes' eq. 68) inside the interval of the six cells' exponents?
+
+def _rate_rule(out: Verdicts, cells: Cells) -> None:
+    """The learning-rate rule: is -1 (the notes' eq. 68), or -1/2, inside the interval of the
+    six dot cells' exponents?"""
     for opt in SWEEP["lrs"]:
-        _, low, high = mean_interval(lr_exponent([cells[(opt, "dot", n, d)] for n, d in nd])[1])
+        _, low, high = mean_interval(lr_exponent([cells[(opt, "dot", n, d)] for n, d in _grid()])[1])
         out[f"rate rule: {opt}, exponent -1"] = "inside" if low <= -1 <= high else "outside"
         out[f"rate rule: {opt}, exponent -1/2"] = "inside" if low <= -0.5 <= high else "outside"
 
-    # the learned scale against the same scale fixed, Holm within the family of eight
+
+def _both_measures(arm: list[dict], reference: list[dict], label: str, rate: list[int] | None = None) -> dict[str, PairedComparison]:
+    """Speed (steps to the target) and final loss of scale ``label``, ``arm`` against
+    ``reference`` cell by cell, the arm at its best rate or at ``rate[i]`` in cell i."""
+    return {what: paired_comparison(_pooled(arm, label, key, rate), _pooled(reference, label, key))
+            for what, key in (("speed", "steps_to_target"), ("loss", "final_loss"))}
+
+
+def _learned_scale(out: Verdicts, counts: Counts, directory: Path, cells: Cells, calm: dict[str, bool]) -> None:
+    """The learned scale against the same scale fixed, Holm within the family of eight."""
+    nd = _grid()
     learned = {kind: {(c["n"], c["d"]): c for c in load_sweep(_file(directory, f"training_learned_{kind}.json"))["cells"]} for kind in KINDS}
     tests, stable = {}, {}
     for kind in KINDS:
         arms = [learned[kind][k] for k in nd]
         fixed = [cells[("adam", kind, *k)] for k in nd]
         for label in fixed[0]["labels"]:
-            tests[f"{kind} from {label}"] = {what: paired_comparison(_pooled(arms, label, key), _pooled(fixed, label, key))
-                                            for what, key in (("speed", "steps_to_target"), ("loss", "final_loss"))}
+            tests[f"{kind} from {label}"] = _both_measures(arms, fixed, label)
             stable[f"{kind} from {label}"] = calm[label]
     _family(out, counts, "learned", tests, stable)
 
-    # AdamW (decay 0.1) against Adam: at Adam's rate, at its own; within AdamW against 1
+
+def _adamw(out: Verdicts, counts: Counts, directory: Path, cells: Cells, calm: dict[str, bool]) -> None:
+    """AdamW (decay 0.1) against Adam: at Adam's rate, at its own; within AdamW against 1;
+    then the grid of decays."""
+    nd = _grid()
     adam = [cells[("adam", "dot", *k)] for k in nd]
     labels = list(adam[0]["labels"])
-    decay_files = {0.1: "training_adamw_dot.json", 0.01: "training_adamw_dot_wd0.01.json", 1.0: "training_adamw_dot_wd1.json"}
-    adamw = {lam: [{(c["n"], c["d"]): c for c in load_sweep(_file(directory, f))["cells"]}[k] for k in nd] for lam, f in decay_files.items()}
-    for lam, arm in adamw.items():
-        if any(not np.array_equal(a["lrs"], f["lrs"]) for a, f in zip(arm, adam)):
-            raise ValueError(f"directory: the AdamW cells at decay {lam} do not share Adam's windows of rates")
-    # a scale is found by its label in each cell (a cell may list its scales in another order)
-    for c in adam + [c for arm in adamw.values() for c in arm]:
-        if sorted(c["labels"]) != sorted(labels):
-            raise ValueError(f"directory: the Adam and AdamW dot cells must hold the same scales {labels}; "
-                             f"cell (n, d) = ({c['n']}, {c['d']}) holds {list(c['labels'])}")
+    adamw = _adamw_cells(directory, adam, labels)
     rates = {x: [int(f["best_lr"][list(f["labels"]).index(x)]) for f in adam] for x in labels}
-    same = {x: {what: paired_comparison(_pooled(adamw[0.1], x, key, rates[x]), _pooled(adam, x, key)) for what, key in (("speed", "steps_to_target"), ("loss", "final_loss"))}
-            for x in labels}
-    own = {x: {what: paired_comparison(_pooled(adamw[0.1], x, key), _pooled(adam, x, key)) for what, key in (("speed", "steps_to_target"), ("loss", "final_loss"))}
-           for x in labels}
+    same = {x: _both_measures(adamw[0.1], adam, x, rates[x]) for x in labels}
+    own = {x: _both_measures(adamw[0.1], adam, x) for x in labels}
     _family(out, counts, "AdamW at Adam's rate", same, {x: calm[x] for x in labels})
     _family(out, counts, "AdamW at its rate", own, {x: calm[x] for x in labels})
     within: dict[str, dict[str, Any]] = {x: compare_arms({("adam", "dot", *k): c for k, c in zip(nd, adamw[0.1])}, "adam", "dot", x, "1")[0] for x in labels if x != "1"}
     _family(out, counts, "within AdamW", {f"{x} - 1": t for x, t in within.items()}, {f"{x} - 1": calm[x] for x in within})
-    # the grid of decays: raw p-values, as the chapter's table gives them
+    _decay_grid(out, adam, adamw, rates)
+
+
+def _adamw_cells(directory: Path, adam: list[dict], labels: list[str]) -> dict[float, list[dict]]:
+    """The AdamW dot cells of each decay, in the order of ``adam``; each must share Adam's
+    windows of rates and hold the same scales (found by label: a cell may list its scales
+    in another order)."""
+    decay_files = {0.1: "training_adamw_dot.json", 0.01: "training_adamw_dot_wd0.01.json", 1.0: "training_adamw_dot_wd1.json"}
+    adamw = {lam: [{(c["n"], c["d"]): c for c in load_sweep(_file(directory, f))["cells"]}[k] for k in _grid()] for lam, f in decay_files.items()}
+    for lam, arm in adamw.items():
+        if any(not np.array_equal(a["lrs"], f["lrs"]) for a, f in zip(arm, adam)):
+            raise ValueError(f"directory: the AdamW cells at decay {lam} do not share Adam's windows of rates")
+    for c in adam + [c for arm in adamw.values() for c in arm]:
+        if sorted(c["labels"]) != sorted(labels):
+            raise ValueError(f"directory: the Adam and AdamW dot cells must hold the same scales {labels}; "
+                             f"cell (n, d) = ({c['n']}, {c['d']}) holds {list(c['labels'])}")
+    return adamw
+
+
+def _decay_grid(out: Verdicts, adam: list[dict], adamw: dict[float, list[dict]], rates: dict[str, list[int]]) -> None:
+    """The grid of decays: raw p-values, as the chapter's table gives them."""
     for lam, arm in adamw.items():
         for x in ("2.5", "α*(n)"):
             r = paired_comparison(_pooled(arm, x, "steps_to_target"), _pooled(arm, "1", "steps_to_target"))
@@ -145,8 +193,12 @@ def conclusions(directory: str | Path) -> tuple[dict[str, str], dict[str, tuple[
         r = paired_comparison(_pooled(arm, "0.25", "final_loss", rates["0.25"]), _pooled(adam, "0.25", "final_loss"))
         out[f"decay {lam:g}: 0.25 at Adam's rate, loss"] = _verdict(r, r.p_value, "loss")
 
-    # lengths: each rule that raises the scale at 4n against the training scale kept (Holm within five),
-    # from each seed's best scale at n (Holm within three), and the best scale at 4n against n (Holm within three)
+
+def _lengths(out: Verdicts, directory: Path) -> None:
+    """The length arm: each rule that raises the scale at 4n against the training scale kept
+    (Holm within five), from each seed's best scale at n (Holm within three), and the best
+    scale at 4n against n (Holm within three)."""
+    nd = _grid()
     lengths = {(c["n"], c["d"]): c for c in load_lengths(_file(directory, "training_lengths.json"))["cells"]}
 
     def loss(label: str, rule: str) -> np.ndarray:
@@ -164,5 +216,3 @@ def conclusions(directory: str | Path) -> tuple[dict[str, str], dict[str, tuple[
             for label in ("1", "log512 n", "ln n")]
     for label, r, p in zip(("1", "log512 n", "ln n"), best, holm([r.p_value for r in best])):
         out[f"lengths: best scale at 4n against n, model at {label}"] = {"later": "larger", "earlier": "smaller"}.get(_verdict(r, float(p), "speed"), "no difference")
-    return out, counts
-
