@@ -326,47 +326,28 @@ def test_alpha_star_cosine_bracket_search_reach_for_d3():
         alpha_star_cosine(beyond, 3)
 
 
-def _stand_in(monkeypatch, s):
-    calls = []
-
-    def terms(a, d):
-        calls.append(np.array(a, copy=True))  # the scales h is evaluated at, one array per call
-        return np.log(10.0) + s(a), np.zeros_like(a)
-
-    monkeypatch.setattr(optimum, "_cosine_terms", terms)
-    return calls
-
-
-def test_alpha_star_cosine_returns_a_point_of_the_bracket_when_the_steps_run_out(monkeypatch):
-    """A problem the default steps cannot solve: with h a step at alpha = 3 (+1 above, -1000
-    below) regula falsi crawls, and the steps run out. The answer is then a point of the last
-    bracket around the jump (between 1.59 and 3.18), neither an error nor a value outside it."""
-    _stand_in(monkeypatch, lambda a: np.where(a > 3.0, 1.0, -1000.0))
-    got = alpha_star_cosine(10.0, 4.0)
-    assert 1.59 < got < 3.19
+def test_alpha_star_cosine_returns_a_point_of_the_bracket_when_the_steps_run_out():
+    """Steps that run out are not an error: with one, two or three regula-falsi steps (too
+    few for these problems) the answer is a point of the last bracket, which started a factor
+    2 wide round the optimum, so it lies within a factor 2 of the converged value, and after
+    one step it is visibly off it."""
+    n, d = np.array([40.0, 4096.0, 1e6]), np.array([3.0, 128.0, 1024.0])
+    converged = alpha_star_cosine(n, d)
+    for steps in (1, 2, 3):
+        got = alpha_star_cosine(n, d, iterations=steps)
+        assert np.all((converged / 2 < got) & (got < 2 * converged)), steps
+    assert np.all(np.abs(alpha_star_cosine(n, d, iterations=1) / converged - 1) > 0.1)
 
 
 def test_alpha_star_cosine_shrinking_gives_up_with_its_message(monkeypatch):
-    """If h never turns negative (real inputs cannot do that: it needs 400 halvings below 1.5 sqrt(d)
-    alpha*_N), the search stops after 400 halvings with its own message instead of returning a bad bracket."""
-    _stand_in(monkeypatch, lambda a: np.ones_like(a))
+    """If h never turns negative, the search stops after 400 halvings with its own message
+    instead of returning a bad bracket. No real input does that (it needs 400 halvings below
+    1.5 sqrt(d) alpha*_N(n); from n = 1 + eps to 1e15 and d = 2 to 65536 one halving is
+    enough), so the moment ratio is replaced by a stand-in: the one patch of a private name in
+    this module that stays, as the branch cannot be reached through the public arguments."""
+    monkeypatch.setattr(optimum, "_cosine_terms", lambda a, d: (np.full_like(a, np.log(10.0) + 1.0), np.zeros_like(a)))
     with pytest.raises(ValueError, match="^could not bracket"):
         alpha_star_cosine(10.0, 4.0)
-
-
-@pytest.mark.parametrize("shape", ["log", "curved", "concave", "steep"])
-def test_alpha_star_cosine_finds_the_root_of_a_stand_in_moment_ratio(monkeypatch, shape):
-    """With a stand-in moment ratio whose root is known exactly (h = s(alpha), zero at 5 or 40;
-    straight, convex, concave and steep in log alpha), the search brackets the root from the
-    usual start and converges to it to 1e-14, whichever end the Illinois steps must halve."""
-    s = {"log": lambda a: np.log(a / 5.0),
-         "curved": lambda a: np.log(a / 5.0) + 0.8 * np.log(a / 5.0) ** 2,
-         "concave": lambda a: np.log(a / 5.0) - 0.8 * np.log(a / 5.0) ** 2,
-         "steep": lambda a: np.expm1(3.0 * np.log(a / 40.0))}[shape]
-    _stand_in(monkeypatch, s)
-    root = {"log": 5.0, "curved": 5.0, "concave": 5.0, "steep": 40.0}[shape]
-    assert alpha_star_cosine(10.0, 4.0) == pytest.approx(root, rel=1e-14)
-    assert alpha_star_cosine(10.0, 4.0, iterations=20) == pytest.approx(root, rel=1e-14)
 
 
 def mp_alpha_star_cosine(n, d):
