@@ -5,7 +5,11 @@ gap, against two-key closed forms and mpmath; the nodes and kernels it integrate
 from __future__ import annotations
 
 import functools
+import json
 import math
+from pathlib import Path
+import subprocess
+import sys
 import warnings
 
 import mpmath as mp
@@ -13,9 +17,8 @@ import numpy as np
 import pytest
 
 from attnscale import exact as E
-from attnscale.exact import _sums
 from attnscale.scores import sample_cosines
-from exact_reference import binary_entropy, call, cosine_density_theta, row_stats, rows, RTOL as REF_RTOL, sig, within_three_se
+from exact_reference import binary_entropy, cosine_density_theta, row_stats, rows, RTOL as REF_RTOL, sig, within_three_se
 from expect import refuses
 
 
@@ -206,26 +209,33 @@ def test_mean_field_needle_does_not_warn_at_large_n(n):
     assert _no_warnings(E.needle_weight_mean_field, n, 40.0, 0.0) == 0.0
 
 
-@pytest.fixture
-def empty_kernel_cache(monkeypatch):
-    """An empty ``_sums._LATTICE_KERNELS`` for one test; the previous cache comes back after."""
-    monkeypatch.setattr(_sums, "_LATTICE_KERNELS", {})
-
-
 # normal scores with alpha >= 1: rows of the 40-digit REFERENCE (tests/exact_reference.py)
 LATTICE = rows((64, 2.0, None, None), (1e9, 50.0, None, None), (1000, 3.0, None, 4.0))
+TESTS = Path(__file__).resolve().parents[1]
+
+FRESH = """
+import json, sys, warnings
+sys.path.insert(0, sys.argv[1])
+from attnscale.exact import _sums
+from exact_reference import call
+points = json.loads(sys.argv[2])
+assert not _sums._LATTICE_KERNELS  # a new interpreter: no kernel table is built yet
+warnings.simplefilter("error")
+print(json.dumps([call(*point) for point in points]))
+"""
 
 
-@pytest.mark.parametrize(("kind", "n", "alpha", "d", "gap", "value"), LATTICE)
-def test_lattice_sums_from_fresh_kernels_match_mpmath_silently(empty_kernel_cache, kind, n, alpha, d, gap, value):
-    """Normal scores with ``alpha >= 1`` go through the lattice convolutions; with the kernel
-    cache empty, the kernel tables are built by this call. Every bulk and needle statistic
-    matches the 40-digit reference to its documented accuracy, without a warning (at
-    ``n = 1e9`` the overflow of ``(n - 1) log phi`` to ``-inf`` is intended)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        got = call(kind, n, alpha, d, gap)
-    assert got == pytest.approx(float(mp.mpf(value)), rel=REF_RTOL[kind], abs=0)
+def test_lattice_sums_from_fresh_kernels_match_mpmath_silently():
+    """Normal scores with ``alpha >= 1`` go through the lattice convolutions, whose kernel
+    tables are built on first use and then kept. In a new interpreter, where these calls
+    build them, with every warning an error, every bulk and needle statistic matches the
+    40-digit reference to its documented accuracy (at ``n = 1e9`` the overflow of
+    ``(n - 1) log phi`` to ``-inf`` is intended, and silent)."""
+    points = [[kind, n, alpha, d, gap] for kind, n, alpha, d, gap, _ in LATTICE]
+    done = subprocess.run([sys.executable, "-c", FRESH, str(TESTS), json.dumps(points)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    for (kind, n, alpha, d, gap, value), got in zip(LATTICE, json.loads(done.stdout)):
+        assert got == pytest.approx(float(mp.mpf(value)), rel=REF_RTOL[kind], abs=0), (kind, n, alpha, gap)
 
 
 def test_gap_of_exactly_minus_35_is_accepted_for_normal_scores():

@@ -11,7 +11,8 @@ import pytest
 from attnscale import exact as E
 from attnscale.exact import _sums
 from attnscale.exact._common import _nodes
-from exact_reference import RTOL, call, rows
+from attnscale.exact._grid import H
+from expect import peak_bytes
 
 
 def test_a_table_that_was_not_computed_is_refused_by_name():
@@ -64,39 +65,41 @@ def test_tables_keep_their_relative_accuracy_where_the_head_sums_carry_them(alph
         assert tab.B[i] == pytest.approx(float(b), rel=1e-12, abs=0)
 
 
-# rows of the 40-digit REFERENCE (tests/exact_reference.py) whose window sums take the blocked path
-BLOCKED = rows((1e9, 0.05, None, None), (1e9, 50.0, 2, None), (1e4, 100.0, 128, 0.5), (64, 0.5, None, -2.0))
+def _window_matrix(alpha, d, n):
+    """Nodes of cosine scores in ``R^d`` for ``n`` keys at scale ``alpha``, their thresholds
+    and the number of entries a window matrix over all thresholds at once would hold
+    (thresholds times the widest window)."""
+    nodes = _nodes(alpha, d, n)
+    j0, j1 = _sums.bulk_grid(nodes, n)
+    jy = np.arange(j0, j1 + 1)
+    y = jy * H
+    width = np.searchsorted(nodes.u, y + _sums.X_RIGHT, "right") - np.searchsorted(nodes.u, y - _sums.X_LEFT, "left")
+    return nodes, jy, jy.size * int(width.max())
 
 
-def test_one_threshold_per_block_gives_the_reference_values(monkeypatch):
-    """With a budget of one window entry per block every threshold whose window holds a
-    node is a block of its own (wider than the budget, it still gets one); the sums are
-    the same as with one big block, to the documented accuracy."""
-    monkeypatch.setattr(_sums, "_CHUNK", 1)
-    got = [call(kind, n, alpha, d, gap) for kind, n, alpha, d, gap, _ in BLOCKED]
-    for (kind, n, alpha, d, gap, value), val in zip(BLOCKED, got):
-        assert val == pytest.approx(float(mp.mpf(value)), rel=RTOL[kind], abs=0), (kind, n, alpha, d, gap)
+def test_a_table_does_not_depend_on_how_its_thresholds_are_blocked():
+    """Cosine scores at ``d = 2``, ``alpha = 1000``, ``n = 16``: the window matrix over the
+    8,247 thresholds would hold 3.7 million entries, more than one block's budget, so the
+    sums over all thresholds at once are taken in several blocks. Each threshold on its own
+    (a block of one row) gives the same tables to the bit. (The values themselves are held
+    against the 40-digit reference in test_bulk.)"""
+    nodes, jy, entries = _window_matrix(1000.0, 2, 16.0)
+    assert nodes.i0 is None and entries > _sums._CHUNK  # the blocked path, in more than one block
+    need = {"A1", "A2", "B"}
+    together = _sums.tables(nodes, jy, need)
+    for i in range(0, jy.size, 7):
+        alone = _sums.tables(nodes, jy[i:i + 1], need)
+        for name in ("logphi", "A1", "A2", "B"):
+            assert getattr(alone, name)[0] == getattr(together, name)[i], (name, int(jy[i]))
 
 
-def test_blocks_of_several_rows_stay_within_the_entry_budget(monkeypatch):
-    """``_CHUNK`` bounds the window-matrix entries per block (rows times the widest window
-    in the block): only a single row may exceed it. With a budget of 20000 entries, the
-    cosine sums at ``d = 2``, ``alpha = 50`` (windows of ~600 nodes, about a dozen
-    blocks) keep every block of several rows within it, and the entropy still matches
-    its reference."""
-    monkeypatch.setattr(_sums, "_CHUNK", 20000)
-    shapes = []
-    kernel_values = _sums._kernel_values
-
-    def spy(x, need):
-        if x.ndim == 2:
-            shapes.append(x.shape)
-        return kernel_values(x, need)
-
-    monkeypatch.setattr(_sums, "_kernel_values", spy)
-    got = E.expected_entropy(1e9, 50.0, 2)
-    assert got == pytest.approx(float(mp.mpf("18.35339296729663725829184")), rel=RTOL["H"], abs=0)
-    assert len(shapes) > 5
-    assert all(rows * cols <= 20000 for rows, cols in shapes if rows > 1)
-    j0, j1 = _sums.bulk_grid(_nodes(50.0, 2, 1e9), 1e9)
-    assert sum(rows for rows, _ in shapes) <= j1 - j0 + 1  # each row of the grid in one block at most
+def test_the_memory_of_the_window_sums_does_not_grow_with_the_window_matrix():
+    """The window sums are taken in blocks of a bounded number of entries, so their memory
+    is bounded whatever the size of the problem: at ``d = 2``, ``alpha = 1e4``, ``n = 16`` the
+    window matrix over all thresholds would hold about 16 million entries (eight bytes each,
+    and several arrays of that shape live at once), yet the call's peak stays within twelve
+    arrays of one block's budget, 201 MB (measured: 163 MB; one block of every threshold
+    took 2.4 GB)."""
+    _, _, entries = _window_matrix(1e4, 2, 16.0)
+    assert entries > 7 * _sums._CHUNK
+    assert peak_bytes(E.expected_sum_p2, 16.0, 1e4, 2) <= 12 * 8 * _sums._CHUNK
