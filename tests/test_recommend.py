@@ -255,7 +255,7 @@ def test_report_states_validity_and_the_length_rules():
     flat = " ".join(text.split())
     assert f"a ratio of {c['ratio']:.3g}, so the mean field is not valid there" in flat
     assert f"within a factor 1.1 up to alpha = {c['limit']:.3f}" in flat
-    assert "trained on n0 = 512 keys at alpha0 = 1, run on n = 4096 keys" in flat
+    assert "trained on n0 = 512 keys at alpha_train = 1, run on n = 4096 keys" in flat
     for label, key in (("fixed scale", "fixed"), ("constant entropy", "entropy"), ("constant key weight", "needle")):
         a = r[key]
         row = f"{label} {a:.3f} {float(exact.expected_entropy(4096.0, a)):.3f}"
@@ -266,7 +266,7 @@ def test_report_states_validity_and_the_length_rules():
     assert flat.count(f"{float(exact.needle_weight(512.0, 1.0, 5.0)):.4g}") == 2
     assert "no rule applies" in report(256, 64) and "no scale keeps the key's weight" in report(1e15, 64)
     assert "does not compute them for cosine scores" in " ".join(report(4096, 128, "cosine").split())
-    assert "at alpha0 = 2.405" in report(4096, 64, "dot", 512, 2.405)
+    assert "at alpha_train = 2.405" in report(4096, 64, "dot", 512, 2.405)
 
 
 def test_command_line_training_length(capsys):
@@ -295,14 +295,14 @@ def _row(label: str, alpha: float, n: float) -> str:
 
 
 TABLE_4096 = """\
-Length scaling (ch-entropy): trained on n0 = 512 keys at alpha0 = 1, run on n = 4096 keys;
+Length scaling (ch-entropy): trained on n0 = 512 keys at alpha_train = 1, run on n = 4096 keys;
 exact expectations over independent normal scores, a planted key at score 5:
                                       alpha      E H  E H/log n  gradient  key weight
-at training (n0, alpha0)              1.000    5.742      0.920     0.995      0.1501
+at training (n0, alpha_train)         1.000    5.742      0.920     0.995      0.1501
 fixed scale                           1.000    7.818      0.940     0.999     0.02152
 constant entropy                      2.314    5.742      0.690     2.263       0.643
 constant key weight                   1.560    7.107      0.854     1.555      0.1501
-log ratio alpha0 ln n / ln n0         1.333    7.431      0.893     1.331     0.07319
+log ratio alpha_train ln n / ln n0    1.333    7.431      0.893     1.331     0.07319
 dynamic YaRN                          1.459    7.257      0.872     1.456      0.1106
 The log ratio is Su's rule and, relative to training, also Qwen's, LongRoPE's,
 Scalable-Softmax's and Chiang and Cholak's; YaRN's s is read as n / n0.
@@ -310,14 +310,14 @@ Scalable-Softmax's and Chiang and Cholak's; YaRN's s is read as n / n0.
 
 
 TABLE_1E15 = """\
-Length scaling (ch-entropy): trained on n0 = 512 keys at alpha0 = 1, run on n = 1e+15 keys;
+Length scaling (ch-entropy): trained on n0 = 512 keys at alpha_train = 1, run on n = 1e+15 keys;
 exact expectations over independent normal scores, a planted key at score 5:
                                       alpha      E H  E H/log n  gradient  key weight
-at training (n0, alpha0)              1.000    5.742      0.920     0.995      0.1501
+at training (n0, alpha_train)         1.000    5.742      0.920     0.995      0.1501
 fixed scale                           1.000   34.039      0.986     1.000   9.002e-14
 constant entropy                      8.564    5.742      0.166     7.539    1.32e-12
 constant key weight                    none  (no scale keeps the key's weight at this n)
-log ratio alpha0 ln n / ln n0         5.537   19.221      0.557     5.535   2.325e-10
+log ratio alpha_train ln n / ln n0    5.537   19.221      0.557     5.535   2.325e-10
 dynamic YaRN                         14.669    1.563      0.045     7.948   9.613e-20
 The log ratio is Su's rule and, relative to training, also Qwen's, LongRoPE's,
 Scalable-Softmax's and Chiang and Cholak's; YaRN's s is read as n / n0.
@@ -331,18 +331,18 @@ def test_command_line_prints_the_length_table_with_the_default_training(capsys):
     out = capsys.readouterr().out
     assert out.endswith("factor 1.1 up to alpha = 1.716.\n" + TABLE_4096)
     rows = TABLE_4096.splitlines()
-    assert rows[3] == _row("at training (n0, alpha0)", 1.0, 512.0)
+    assert rows[3] == _row("at training (n0, alpha_train)", 1.0, 512.0)
     assert rows[4] == _row("fixed scale", 1.0, 4096.0)
-    assert rows[7] == _row("log ratio alpha0 ln n / ln n0", 12 / 9, 4096.0)
+    assert rows[7] == _row("log ratio alpha_train ln n / ln n0", 12 / 9, 4096.0)
 
 
 def test_report_rows_follow_the_training_scale():
-    """At alpha0 = 1.5 the fixed rule keeps 1.5 and the note's rule gives 1.5 * 12/9 = 2."""
+    """At alpha_train = 1.5 the fixed rule keeps 1.5 and the note's rule gives 1.5 * 12/9 = 2."""
     lines = R.report(4096, 64, "dot", 512, 1.5).splitlines()
-    top = lines.index("Length scaling (ch-entropy): trained on n0 = 512 keys at alpha0 = 1.5, run on n = 4096 keys;")
-    assert lines[top + 3] == _row("at training (n0, alpha0)", 1.5, 512.0)
+    top = lines.index("Length scaling (ch-entropy): trained on n0 = 512 keys at alpha_train = 1.5, run on n = 4096 keys;")
+    assert lines[top + 3] == _row("at training (n0, alpha_train)", 1.5, 512.0)
     assert lines[top + 4] == _row("fixed scale", 1.5, 4096.0)
-    assert lines[top + 7] == _row("log ratio alpha0 ln n / ln n0", 2.0, 4096.0)
+    assert lines[top + 7] == _row("log ratio alpha_train ln n / ln n0", 2.0, 4096.0)
     assert lines[top + 8] == _row("dynamic YaRN", 1.5 * (0.1 * math.log(8) + 1) ** 2, 4096.0)
 
 
@@ -351,7 +351,7 @@ def test_report_marks_a_rule_without_a_scale_and_goes_on():
     (ln 1e15 / ln 512 = 5.537) is still printed after it."""
     text = R.report(1e15, 64)
     assert text.endswith(TABLE_1E15.rstrip("\n"))
-    assert TABLE_1E15.splitlines()[7] == _row("log ratio alpha0 ln n / ln n0", math.log(1e15) / math.log(512), 1e15)
+    assert TABLE_1E15.splitlines()[7] == _row("log ratio alpha_train ln n / ln n0", math.log(1e15) / math.log(512), 1e15)
 
 
 def test_no_rule_sentence_wraps_at_88_columns():
@@ -368,7 +368,7 @@ def test_training_length_two_and_training_scale_fifty_are_accepted():
     assert r["fixed"] == 1.0
     assert r["log_ratio"] == pytest.approx(12.0, rel=1e-15)  # log 4096 / log 2
     assert float(E.expected_entropy(4096.0, r["entropy"])) == pytest.approx(float(E.expected_entropy(2.0, 1.0)), rel=1e-9)
-    assert "trained on n0 = 2 keys at alpha0 = 1," in R.report(16, 64, "dot", 2)
+    assert "trained on n0 = 2 keys at alpha_train = 1," in R.report(16, 64, "dot", 2)
     # the report checks alpha_train even where no rule applies (n <= n_train): cheap to reach 50
     assert R.report(256, 64, "dot", 512, 50.0).endswith("no rule applies (set\nn_train, --n-train).")
     refuses(ValueError, 'alpha_train', R.report, 256, 64, "dot", 512, 50.5)

@@ -5,8 +5,8 @@ of a row of ``n`` keys: the logits are ``alpha s``. The usual ``1/sqrt(d)`` scal
 ``alpha = 1``; every rule below multiplies that scale, so ``d`` drops out of all of them.
 
 The book compares the rules in one convention, **relative to training**: a model trained
-on rows of ``n_train`` keys (default 512) at scale ``alpha0`` (the book takes 1) is run on
-rows of ``n`` keys, and each rule's factor multiplies ``alpha0``. :func:`rule_alpha` returns
+on rows of ``n_train`` keys (default 512) at scale ``alpha_train`` (the book takes 1) is run on
+rows of ``n`` keys, and each rule's factor multiplies ``alpha_train``. :func:`rule_alpha` returns
 that factor for every rule, so it is 1 at ``n = n_train``. Rules that apply their factor
 during training as well (Scalable-Softmax, Chiang and Cholak's ``ln n``) count relative to
 the factor at ``n_train``: their functions below give the factor as applied, ``rule_alpha``
@@ -291,8 +291,8 @@ def alpha_constant_entropy(n: ArrayLike, target: float | None = None, n_train: f
 
 def rule_alpha(rule: str, n: ArrayLike, n_train: float = 512, gap: float = 5.0) -> Out:
     """The factor a rule named in :data:`RULES` applies at length ``n``, relative to training
-    at ``n_train`` keys: the multiplier of the training scale ``alpha0``, 1 at ``n = n_train``
-    (with ``alpha0 = 1``, the ``alpha`` of the row). ``log512`` uses ``n_train`` as its base;
+    at ``n_train`` keys: the multiplier of the training scale ``alpha_train``, 1 at ``n = n_train``
+    (with ``alpha_train = 1``, the ``alpha`` of the row). ``log512`` uses ``n_train`` as its base;
     ``ssmax`` and ``chiang_cholak``, which apply their factor in training too, give their
     factor at ``n`` over that at ``n_train``, ``ln n / ln n_train`` (so ``s`` drops out);
     ``constant_needle`` uses ``gap``.

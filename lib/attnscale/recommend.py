@@ -380,11 +380,11 @@ def _length_scaling_lines(n: float, scores: str, trained: float, a0: float) -> l
         text = f"Length scaling: n does not exceed the training length n0 = {trained:g}, so no rule applies (set n_train, --n-train)."
         return textwrap.wrap(text, width=88)
     rules = length_rules(n, trained, a0)
-    lines = [f"Length scaling (ch-entropy): trained on n0 = {trained:g} keys at alpha0 = {a0:g}, run on n = {float(n):g} keys;",
+    lines = [f"Length scaling (ch-entropy): trained on n0 = {trained:g} keys at alpha_train = {a0:g}, run on n = {float(n):g} keys;",
              f"exact expectations over independent normal scores, a planted key at score {NEEDLE_SCORE:g}:",
              f"{'':34s}{'alpha':>9s} {'E H':>8s} {'E H/log n':>10s} {'gradient':>9s} {'key weight':>11s}"]
-    names = [("at training (n0, alpha0)", None), ("fixed scale", "fixed"), ("constant entropy", "entropy"),
-             ("constant key weight", "needle"), ("log ratio alpha0 ln n / ln n0", "log_ratio"),
+    names = [("at training (n0, alpha_train)", None), ("fixed scale", "fixed"), ("constant entropy", "entropy"),
+             ("constant key weight", "needle"), ("log ratio alpha_train ln n / ln n0", "log_ratio"),
              ("dynamic YaRN", "yarn")]
     alphas = np.array([a0 if key is None else rules[key] for _, key in names])
     lengths = np.array([trained if key is None else float(n) for _, key in names])
