@@ -71,7 +71,7 @@ def scale_at_share(n: float, share: float = NINETY, d: int | None = None) -> flo
     ``share`` (in ``(0, 1)``) of its large-``alpha`` limit :func:`attnscale.exact.near_tie_limit`,
     for ``n`` keys with normal (``d=None``) or cosine scores (``d >= 3``). The gradient rises
     monotonically to its limit, so the root is unique; it is bracketed by doubling and
-    found by regula falsi (:mod:`attnscale._roots`) to within ``1e-10``."""
+    found by regula falsi (the library's private ``attnscale._roots``) to within ``1e-10``."""
     length = float(v.lengths(n, "n"))
     fraction = v.real_number(share, "share")
     if not 0 < fraction < 1:

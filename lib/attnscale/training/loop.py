@@ -76,6 +76,7 @@ class TrainSettings:
         ``validation_every`` steps and the last: for choosing the rate without
         looking at the test set.
     validation_every : int, default 20
+        Evaluate on the validation set every ``validation_every`` steps.
     learn_scale : bool, default False
         Train the scale too: each model's scale is ``alpha exp(log_gain)``, one
         ``log_gain`` per model, starting at 0 and updated by the same optimiser and
