@@ -94,7 +94,7 @@ def test_advice_is_the_usual_scale_for_dot_scores_and_the_cosine_scale_fixed_or_
                                             "rows longer than in training", "comparing widths (muP), queries aligned with keys"]
     assert lines[0].alpha == 1.0 and "1/sqrt(d)" not in lines[0].use and "0.08839" in lines[0].use
     assert lines[1].alpha == pytest.approx(float(alpha_star_cosine(4096, 128)), rel=1e-12)
-    assert "fixed or as the start of a learned" in lines[1].use and "never fixed at sqrt(d) = 11.3" in lines[1].use
+    assert "fixed or as the start of a learned" in lines[1].use and "rather than sqrt(d) = 11.3" in lines[1].use
     assert all(math.isnan(a.alpha) for a in lines[2:])
 
 
@@ -119,7 +119,7 @@ def test_report_prints_the_recommendation_first():
 def test_the_introduction_opens_with_the_box_of_the_four_situations():
     text = INTRO.read_text(encoding="utf-8")
     box = text[text.index("(sec-recommendation)="):text.index("## ")]
-    for words in ("Dot-product attention: keep $\\alpha = 1$", "Cosine (QK-norm) attention: never fix the scale at $\\sqrt d$",
+    for words in ("Dot-product attention: keep $\\alpha = 1$", "Cosine (QK-norm) attention: use $\\alpha^*_{\\cos}(n, d)$",
                   "Longer rows than in training: keep the training scale", "Comparing widths (μP)"):
         assert words in box
     prose = re.sub(r"\{[a-z:]+\}`[^`]*`|\$[^$]*\$", "", box)

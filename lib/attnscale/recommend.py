@@ -184,12 +184,13 @@ def advice(n: float, d: int, scores: str = "dot") -> list[Advice]:
         start = float(alpha_star_cosine(length, dim))
         cosine = Advice(
             "cosine (QK-norm) attention", start,
-            f"alpha*_cos(n, d) = {start:.3g}, fixed or as the start of a learned alpha0 exp(u); never fixed at "
+            f"alpha*_cos(n, d) = {start:.3g}, fixed or as the start of a learned alpha0 exp(u), rather than "
             f"sqrt(d) = {math.sqrt(dim):.3g}",
-            "with cosine scores the scale bounds every logit, so a fixed sqrt(d) leaves a loss floor; in the "
-            "one-layer experiment a learned scale ended above alpha*_cos from every start tried, alpha*_cos "
-            "was the best fixed value tried, and learning it from there made no difference found; a raw learned "
-            "scalar barely moves under Adam, so a learned scale is stored as alpha0 exp(u)",
+            "with cosine scores the scale bounds every logit; in the one-layer experiment a fixed sqrt(d) left a "
+            "loss floor, a learned scale ended above alpha*_cos from every start tried, alpha*_cos was the best "
+            "fixed value tried, and learning it from there made no difference found; in a small language model "
+            "sqrt(d) was no better than alpha*_cos (the difference was not significant); a raw learned scalar "
+            "barely moves under Adam, so a learned scale is stored as alpha0 exp(u)",
             "sec-training-learned")
         lines = [cosine, dot] if kind == "cosine" else [dot, cosine]
     lines.append(Advice(

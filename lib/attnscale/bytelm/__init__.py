@@ -1,6 +1,6 @@
 """A small byte-level transformer language model in JAX, trained on real text (the
 ``fortunes`` corpus), to test the book's single-row theory on a trained model's rows
-(chapter 14, "Real attention").
+(the chapter "Real attention", chapter 11 of the book).
 
 * :mod:`~attnscale.bytelm.corpus`: the corpus, checked against its SHA-256, and its split;
 * :mod:`~attnscale.bytelm.model`: the model (dot or cosine attention scores, rotary

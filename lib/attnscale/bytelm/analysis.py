@@ -1,4 +1,4 @@
-"""Summaries of the stored byte-model sweep for chapter 14: the tuned comparisons of the
+"""Summaries of the stored byte-model sweep for the "Real attention" chapter: the tuned comparisons of the
 scales (question 1), the rate-scale exponent (2), trained rows against the independent-score
 theory (3) and the book's landmarks (4), the cosine arm (5) and longer rows (6)."""
 
