@@ -15,12 +15,14 @@ import numpy as np
 import pytest
 
 from attnscale.claims import evaluate_register, load_register, register_page, show_value
-from attnscale.claims._page import SOURCE_TITLES, _menu_label
+from attnscale.claims._page import SOURCE_PARTS, SOURCE_TITLES, part_of
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 NOTES = ["000_051da7c3837b8577.txt", "001_5feb997a08d9f295.txt", "002_0aefa05da3b15586.txt", "003_482530c1c121b366.txt", "004_58230cdbbd352fd2.txt"]
+#: the page's sections: a post's main text and its appended notes apart
+PARTS = ["su2023", "su2023-notes", "su2023-comments", "tutorial", "su2022", "su2022-notes", "short-note"]
 
 
 # four records, two notes, all four verdicts; each field exercises one rule of the page
@@ -116,7 +118,7 @@ def _rows(tree):
 def test_each_row_shows_its_claim_its_verdict_and_where_it_is_discussed(tree):
     rows = _rows(tree)
     assert [(rid, tr.attrs["data-note"], tr.attrs["data-verdict"]) for rid, tr in rows.items()] == [
-        ("g-1", NOTES[0], "holds"), ("g-2", NOTES[0], "wrong"), ("g-3", NOTES[3], "approximate"), ("g-4", NOTES[3], "not checkable")]
+        ("g-1", "su2023", "holds"), ("g-2", "su2023", "wrong"), ("g-3", "su2022-notes", "approximate"), ("g-4", "su2022-notes", "not checkable")]
     for rid, tr in rows.items():
         cells = tr.elements("td")
         assert [td.text() for td in cells] == EXPECTED_TEXT[rid], rid
@@ -143,8 +145,9 @@ def test_links_in_a_chapter_claim_point_into_its_chapter(text, shown, links):
 def test_note_menu_and_verdict_menu(tree):
     note, verdict = tree.elements("select")
     assert note.attrs["id"] == "claims-note" and verdict.attrs["id"] == "claims-verdict"
-    assert [(o.attrs["value"], o.text()) for o in note.elements("option")][:2] == [("", "all five"), (NOTES[0], "Su (2023): 000")]
-    assert [o.attrs["value"] for o in note.elements("option")] == [""] + NOTES
+    assert [(o.attrs["value"], o.text()) for o in note.elements("option")][:3] == [
+        ("", "every source"), ("su2023", "Su (2023), main text"), ("su2023-notes", "Su (2023), appended notes")]
+    assert [o.attrs["value"] for o in note.elements("option")] == [""] + PARTS
     assert [(o.attrs["value"], o.text()) for o in verdict.elements("option")] == [
         ("", "every verdict"), ("holds", "holds"), ("approximate", "approximate"), ("wrong", "wrong"), ("not checkable", "not checkable")]
 
@@ -157,29 +160,33 @@ def test_note_menu_labels_are_whole_phrases(tree):
 
 
 def test_every_note_menu_label(tree):
+    """The menu names each source in words, a post's main text and its appended notes apart; no file name."""
     note = tree.elements("select")[0]
     assert [o.text() for o in note.elements("option")][1:] == [
-        "Su (2023): 000", "Su (2023): 001", "A tutorial chapter on 'Attention Is All You Need': 002", "Su (2022): 003",
-        "A short note: why attention needs scaling: 004"]
+        "Su (2023), main text", "Su (2023), appended notes", "Su (2023), readers' comments", "the tutorial chapter",
+        "Su (2022), main text", "Su (2022), appended notes", "the short note"]
 
 
-@pytest.mark.parametrize("title, label", [
-    ("Su (2023), 'The scale of attention', with notes", "Su (2023)"),
-    ("A chapter (section 3.2.1, footnote 4)", "A chapter"),
-    ("Su (2023) on attention (section 2, eq. 5)", "Su (2023) on attention"),
-    ("A (draft) note", "A (draft) note"),
-    ("A short note: why attention needs scaling", "A short note: why attention needs scaling"),
+@pytest.mark.parametrize("source, part", [
+    ({"file": NOTES[0], "place": "main text, eq. (2)"}, "su2023"),
+    ({"file": NOTES[0], "place": "appended notes, 3.1, eq. (25)"}, "su2023-notes"),
+    ({"file": NOTES[1], "place": "comments, reply 3"}, "su2023-comments"),
+    ({"file": NOTES[3], "place": "entropy invariance (via the 2021 post it cites)"}, "su2022"),
+    ({"file": NOTES[3], "place": "appended notes, 2"}, "su2022-notes"),
+    ({"file": NOTES[4], "place": "section 1"}, "short-note"),
 ])
-def test_menu_label_drops_only_the_parenthesis_the_cut_leaves_open(title, label):
-    assert _menu_label(title) == label
+def test_a_record_goes_to_its_sources_part(source, part):
+    assert part_of(source) == part
 
 
 def test_each_note_has_a_heading_a_tally_and_a_table(tree):
     sections = [s for s in tree.elements("section") if s.attrs.get("class") == "claims-source"]
-    assert [s.attrs["data-note"] for s in sections] == NOTES
+    assert [s.attrs["data-note"] for s in sections] == PARTS
     tallies = [s.elements("p")[0].text() for s in sections]
-    assert tallies == [f"{NOTES[0]}: 1 holds, 1 wrong", f"{NOTES[1]}: ", f"{NOTES[2]}: ", f"{NOTES[3]}: 1 approximate, 1 not checkable", f"{NOTES[4]}: "]
-    assert sections[3].elements("h3")[0].text() == "Su (2022), 'Attention goes better with softmax', with its appended notes"
+    assert tallies == ["2 records: 1 holds, 1 wrong", "no records", "no records", "no records", "no records",
+                       "2 records: 1 approximate, 1 not checkable", "no records"]
+    assert sections[5].elements("h3")[0].text() == "Su (2022): the appended notes, derivations added to the post by someone else"
+    assert all(".txt" not in s.elements("h3")[0].text() + s.elements("p")[0].text() for s in sections)
     for sec in sections:
         (table,) = sec.elements("table")
         assert table.attrs["class"] == "claims"
@@ -187,7 +194,7 @@ def test_each_note_has_a_heading_a_tally_and_a_table(tree):
                                                               "note", "discussed in"]
         assert [c.tag for c in sec.children if isinstance(c, _Node)] == ["h3", "p", "table"]
         assert [c.tag for c in table.children if isinstance(c, _Node)] == ["thead", "tbody"]
-    assert [len(s.elements("table")[0].elements("tr")) - 1 for s in sections] == [2, 0, 0, 2, 0]
+    assert [len(s.elements("table")[0].elements("tr")) - 1 for s in sections] == [2, 0, 0, 0, 0, 2, 0]
 
 
 def test_no_stray_text_between_the_elements(tree):
@@ -198,7 +205,7 @@ def test_no_stray_text_between_the_elements(tree):
         if node.tag not in holders:
             stray.extend((node.tag, c) for c in node.children if isinstance(c, str) and c.strip())
     assert stray == []
-    assert [c.tag for c in tree.children if isinstance(c, _Node)] == ["div", "script"] + ["section"] * 5
+    assert [c.tag for c in tree.children if isinstance(c, _Node)] == ["div", "script"] + ["section"] * 7
 
 
 def test_bad_rows_messages():
@@ -240,11 +247,13 @@ def test_every_record_once_in_its_section(rows):
     ids = re.findall(r'<tr id="claim-([^"]+)"', page)
     assert Counter(ids) == Counter(r["id"] for r in rows)
     sections = re.split(r'<section class="claims-source" data-note="', page)[1:]
-    assert [s.split('"', 1)[0] for s in sections] == list(SOURCE_TITLES)
+    assert [s.split('"', 1)[0] for s in sections] == [key for key, *_ in SOURCE_PARTS]
+    assert {file for _, file, *_ in SOURCE_PARTS} == set(SOURCE_TITLES)
     for sec in sections:
-        note = sec.split('"', 1)[0]
-        assert set(re.findall(r'data-note="([^"]+)" data-verdict', sec)) <= {note}
-        assert sec.count("<tr id=") == sum(r["source"]["file"] == note for r in rows)
+        part = sec.split('"', 1)[0]
+        assert set(re.findall(r'data-note="([^"]+)" data-verdict', sec)) <= {part}
+        assert sec.count("<tr id=") == sum(part_of(r["source"]) == part for r in rows)
+    assert sum(part_of(r["source"]).endswith("-notes") for r in rows) == sum(r["source"]["place"].startswith("appended notes") for r in rows)
 
 
 def test_maths_goes_to_mathjax_and_text_is_escaped():

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from attnscale.claims import chapter_table, load_register
-from attnscale.claims._tables import REASON_LIMIT, SOURCE_NAMES, VERDICT_WORDS, short_reason, shown_length
+from attnscale.claims._tables import REASON_LIMIT, VERDICT_WORDS, short_reason, shown_length, source_name
 from expect import refuses
 
 
@@ -55,6 +55,19 @@ def _only_row(rec: dict) -> str:
 ])
 def test_the_verdict_cell_joins_the_word_and_the_note(over, verdict_cell):
     assert _only_row(_record(**over)) == f"| Su (2023) | a \\< b | {verdict_cell} |"
+
+
+@pytest.mark.parametrize("file, place, name", [
+    ("000_051da7c3837b8577.txt", "main text, eq. (4)", "Su (2023)"),
+    ("000_051da7c3837b8577.txt", "appended notes, 3.1, eq. (25)", "Su (2023), appended notes"),
+    ("001_5feb997a08d9f295.txt", "comments", "Su (2023), discussion"),
+    ("003_482530c1c121b366.txt", "main text, 熵不变性", "Su (2022)"),
+    ("003_482530c1c121b366.txt", "appended notes, 2.1", "Su (2022), appended notes"),
+    ("002_0aefa05da3b15586.txt", "推导1", "the tutorial chapter"),
+])
+def test_the_source_cell_tells_a_posts_appended_notes_from_its_main_text(file, place, name):
+    """The appended notes were written by someone else: their rows do not read as the post's author."""
+    assert _only_row(_record(source={"file": file, "place": place})).startswith(f"| {name} | ")
 
 
 def test_a_note_without_a_short_name_shows_its_file_name():
@@ -169,7 +182,7 @@ def test_a_row_names_the_source_and_leaves_its_wording_and_the_record_id_to_the_
     ids = {r["id"] for r in RECORDS}
     for rec, line in zip([r for r in RECORDS if r["where"]["doc"] == doc], rows(chapter_table(doc))):
         source, claim, verdict = cells_of(line)
-        assert source == SOURCE_NAMES[rec["source"]["file"]], rec["id"]
+        assert source == source_name(rec["source"]), rec["id"]
         assert rec["source"]["place"] not in line, rec["id"]
         shown_ids = {i for i in ids if re.search(rf"(?<![\w-]){re.escape(i)}(?![\w-])", claim + " " + verdict)}
         assert not shown_ids, f"{rec['id']}: the row shows the record id(s) {shown_ids}"

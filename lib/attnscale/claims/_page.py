@@ -1,5 +1,5 @@
-"""Chapter 11's page: every record of the register in one HTML table per source note,
-with menus that filter by note and by verdict, and the maths typeset.
+"""Chapter 11's page: every record of the register in one HTML table per source (a
+post's main text and its appended notes apart), with menus that filter by source and by verdict, and the maths typeset.
 
 The page is raw HTML (the menus need ``data-`` attributes on the rows), which this
 site's MathJax skips unless an element carries the class ``mathjax_process``. The
@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from ._tables import fill_values
+from ._tables import fill_values, is_appended
 
-#: source note -> the title the register page gives it
+#: source note -> the title of the whole note
 SOURCE_TITLES = {
     "000_051da7c3837b8577.txt": "Su (2023), 'The scale of attention from gradient maximisation', with its appended notes",
     "001_5feb997a08d9f295.txt": "Su (2023), the same post: readers' comments and the author's replies",
@@ -28,25 +28,39 @@ SOURCE_TITLES = {
     "003_482530c1c121b366.txt": "Su (2022), 'Attention goes better with softmax', with its appended notes",
     "004_58230cdbbd352fd2.txt": "A short note: why attention needs scaling",
 }
+#: the page's sections, in order: (key, note, whether its appended notes, heading, menu label).
+#: A post with appended notes (derivations someone else wrote) gets two sections, its main
+#: text's and its notes', so that neither is read as the other's.
+SOURCE_PARTS = [
+    ("su2023", "000_051da7c3837b8577.txt", False, "Su (2023), 'The scale of attention from gradient maximisation': the main text",
+     "Su (2023), main text"),
+    ("su2023-notes", "000_051da7c3837b8577.txt", True, "Su (2023): the appended notes, derivations added to the post by someone else",
+     "Su (2023), appended notes"),
+    ("su2023-comments", "001_5feb997a08d9f295.txt", False, SOURCE_TITLES["001_5feb997a08d9f295.txt"], "Su (2023), readers' comments"),
+    ("tutorial", "002_0aefa05da3b15586.txt", False, SOURCE_TITLES["002_0aefa05da3b15586.txt"], "the tutorial chapter"),
+    ("su2022", "003_482530c1c121b366.txt", False, "Su (2022), 'Attention goes better with softmax': the main text", "Su (2022), main text"),
+    ("su2022-notes", "003_482530c1c121b366.txt", True, "Su (2022): the appended notes, derivations added to the post by someone else",
+     "Su (2022), appended notes"),
+    ("short-note", "004_58230cdbbd352fd2.txt", False, SOURCE_TITLES["004_58230cdbbd352fd2.txt"], "the short note"),
+]
+
+
+def part_of(source: dict) -> str:
+    """The key of the page section (:data:`SOURCE_PARTS`) that shows a record's ``source``."""
+    appended = is_appended(source)
+    return next(key for key, file, notes, _, _ in SOURCE_PARTS if file == source["file"] and notes == appended)
+
+
 #: verdict -> the class of its word on the page, which _static/attnscale.css colours in each theme
 VERDICT_CLASSES = {"holds": "claims-verdict-holds", "approximate": "claims-verdict-approximate", "wrong": "claims-verdict-wrong",
                    "not checkable": "claims-verdict-not-checkable"}
-
-
-def _menu_label(title: str) -> str:
-    """A note's title up to its first comma, for the note menu; a parenthesis the cut
-    leaves open is dropped with its contents ("... (section 3.2.1" -> "...")."""
-    label = title.split(",")[0]
-    if label.count("(") > label.count(")"):
-        label = label[: label.rindex("(")].rstrip()
-    return label
 
 
 _MATH = re.compile(r"\$([^$]+)\$")
 _LINK = re.compile(r"\[([^\]]*)\]\(#([A-Za-z0-9_-]+)\)")
 
 _FILTER = """<div class="claims-filter" role="search">
-<label>note <select id="claims-note"><option value="">all five</option>{notes}</select></label>
+<label>source <select id="claims-note"><option value="">every source</option>{notes}</select></label>
 <label>verdict <select id="claims-verdict"><option value="">every verdict</option>{verdicts}</select></label>
 <span id="claims-shown" aria-live="polite"></span>
 </div>
@@ -126,13 +140,14 @@ def _row(r: dict) -> str:
     claimed = _rich(r["claimed"], doc) if isinstance(r["claimed"], str) else html.escape(show_value(r["claimed"]))
     link = f'<a href="{_page_of(doc)}#{html.escape(str(r["where"]["label"]))}">{html.escape(name.split("_", 1)[-1].replace("_", " "))}</a>'
     rid = html.escape(str(r["id"]))
-    return (f'<tr id="claim-{rid}" data-note="{r["source"]["file"]}" data-verdict="{r["verdict"]}"><td><code>{rid}</code></td>'
+    return (f'<tr id="claim-{rid}" data-note="{part_of(r["source"])}" data-verdict="{r["verdict"]}"><td><code>{rid}</code></td>'
             f'<td>{html.escape(r["source"]["place"])}</td><td>{claim}</td><td>{claimed}</td><td>{show_value(r["value"])}</td>'
             f'<td class="claims-verdict {VERDICT_CLASSES[r["verdict"]]}">{r["verdict"]}</td><td>{note}</td><td>{link}</td></tr>')
 
 
 def register_page(rows: list[dict]) -> str:
-    """The HTML of chapter 11: the filter menus, then per source note a heading, the count
+    """The HTML of chapter 11: the filter menus, then per source (:data:`SOURCE_PARTS`: a
+    note, or a post's main text and its appended notes apart) a heading, the count
     of each verdict and a table of its records (id, place, statement, claimed, recomputed,
     verdict, note, the chapter that discusses it). ``rows`` are the evaluated records of
     :func:`attnscale.claims.evaluate_register` (each with its recomputed ``value``)."""
@@ -146,13 +161,14 @@ def register_page(rows: list[dict]) -> str:
             raise ValueError(f"rows: record {r['id']!r} has the verdict {r['verdict']!r}, not one of {list(VERDICT_CLASSES)}")
         if r["source"].get("file") not in SOURCE_TITLES:
             raise ValueError(f"rows: record {r['id']!r} cites {r['source'].get('file')!r}, which is not one of the five notes")
-    notes = "".join(f'<option value="{s}">{html.escape(_menu_label(t))}: {s[:3]}</option>' for s, t in SOURCE_TITLES.items())
+    notes = "".join(f'<option value="{key}">{html.escape(label)}</option>' for key, _, _, _, label in SOURCE_PARTS)
     parts = [_FILTER.format(notes=notes, verdicts="".join(f'<option value="{v}">{v}</option>' for v in VERDICT_CLASSES))]
-    for source, title in SOURCE_TITLES.items():
-        mine = [r for r in rows if r["source"]["file"] == source]
+    for key, _, _, title, _ in SOURCE_PARTS:
+        mine = [r for r in rows if part_of(r["source"]) == key]
         tally = Counter(r["verdict"] for r in mine)
-        parts.append(f'<section class="claims-source" data-note="{source}">')
-        parts.append(f"<h3>{html.escape(title)}</h3><p><code>{source}</code>: " + ", ".join(f"{tally[v]} {v}" for v in VERDICT_CLASSES if tally[v]) + "</p>")
+        counts = ", ".join(f"{tally[v]} {v}" for v in VERDICT_CLASSES if tally[v])
+        parts.append(f'<section class="claims-source" data-note="{key}">')
+        parts.append(f"<h3>{html.escape(title)}</h3><p>" + (f"{len(mine)} record{'s' * (len(mine) != 1)}: {counts}" if mine else "no records") + "</p>")
         parts.append('<table class="claims"><thead><tr><th>id</th><th>where in the source</th><th>statement</th><th>claimed</th>'
                      "<th>recomputed</th><th>verdict</th><th>note</th><th>discussed in</th></tr></thead><tbody>")
         parts.extend(_row(r) for r in mine)

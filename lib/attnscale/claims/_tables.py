@@ -14,7 +14,7 @@ maths and plain Markdown links only: the table is a notebook output, where MyST
 roles do not render. The verdict word itself always comes from the record's
 ``verdict``. A number that the record's recomputation computes is not typed in
 ``chapter_verdict`` but written ``{value}``, ``{value:.2f}`` or ``{value[2]:.2f}``
-(an entry of a list, then a format specification), which :func:`fill_values` fills
+(an entry of a list, then a format specification) or ``{1-value:.0%}`` (one minus it), which :func:`fill_values` fills
 with the recomputed value (:data:`VALUE` finds them).
 """
 
@@ -37,6 +37,25 @@ SOURCE_NAMES = {
     "003_482530c1c121b366.txt": "Su (2022)",
     "004_58230cdbbd352fd2.txt": "the short note",
 }
+#: source note -> the short name of its appended section of derivations, which someone
+#: other than the post's author wrote (a record's place starts "appended notes")
+APPENDED_NAMES = {
+    "000_051da7c3837b8577.txt": "Su (2023), appended notes",
+    "003_482530c1c121b366.txt": "Su (2022), appended notes",
+}
+
+
+def is_appended(source: dict) -> bool:
+    """Whether a record's ``source`` (file and place) is a post's appended notes, not its main text."""
+    return source.get("file") in APPENDED_NAMES and str(source.get("place", "")).startswith("appended notes")
+
+
+def source_name(source: dict) -> str:
+    """The short name the chapters give a record's ``source``: the note's (:data:`SOURCE_NAMES`),
+    or its appended notes' (:data:`APPENDED_NAMES`); a note without one shows its file name."""
+    if is_appended(source):
+        return APPENDED_NAMES[source["file"]]
+    return SOURCE_NAMES.get(source["file"], source["file"])
 
 #: how long a reason may be, in characters as read (a formula counts half its source, a link its text)
 REASON_LIMIT = 120
@@ -55,14 +74,15 @@ _ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|cf|vs|al|eqs?|Eqs?|figs?|Figs?|ch
 _CLAUSE_BREAKS = ("; ", ", and ", ", but ", ", so ", ", which ", ", where ", ", while ")
 _LINK = re.compile(r"\[([^\]]*)\]\(#[^)]*\)")
 #: a computed number in a register text: ``{value}``, ``{value:.2f}``, ``{value[2]:.0%}``
-VALUE = re.compile(r"\{value(?:\[(?P<index>\d+)\])?(?::(?P<spec>[^{}]*))?\}")
+VALUE = re.compile(r"\{(?P<complement>1-)?value(?:\[(?P<index>\d+)\])?(?::(?P<spec>[^{}]*))?\}")
 _MATHS = re.compile(r"\$([^$]*)\$")
 
 
 def fill_values(text: str, value: object, rid: str = "?") -> str:
     """``text`` with every ``{value...}`` (:data:`VALUE`) replaced by the recomputed ``value``:
     ``{value[i]}`` takes entry ``i`` of a list or array, and the part after a colon is a
-    format specification (``".2f"``, ``".0%"``); without one a number prints as ``{:.4g}``.
+    format specification (``".2f"``, ``".0%"``); without one a number prints as ``{:.4g}``;
+    ``{1-value...}`` prints one minus the value (a ratio read as a shortfall, "off by 23%").
     Raises ValueError naming the record when a value is missing, not a number, or has no
     such entry."""
     if not VALUE.search(text):
@@ -78,7 +98,7 @@ def fill_values(text: str, value: object, rid: str = "?") -> str:
         if i is not None and i >= arr.size:
             raise ValueError(f"record {rid!r}: {m.group()} asks for entry {i} of {arr.size} recomputed values")
         x = float(arr[0 if i is None else i])
-        return format(x, m["spec"] or ".4g")
+        return format(1 - x if m["complement"] else x, m["spec"] or ".4g")
 
     return VALUE.sub(one, text)
 
@@ -213,7 +233,7 @@ def _verdict_cell(rec: dict, ids: Iterable[str]) -> str:
 
 
 def _row(rec: dict, ids: Iterable[str]) -> str:
-    source = _plain(SOURCE_NAMES.get(rec["source"]["file"], rec["source"]["file"]))
+    source = _plain(source_name(rec["source"]))
     claim = _markdown(rec["chapter_claim"], "chapter_claim", rec["id"]) if "chapter_claim" in rec else _plain(rec["statement"])
     return f"| {source} | {claim} | {_verdict_cell(rec, ids)} |"
 
