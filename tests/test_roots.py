@@ -103,3 +103,101 @@ def test_an_exact_zero_at_an_end_or_on_the_way_is_returned_as_it_is():
 def test_a_bracket_without_a_sign_change_is_refused():
     with pytest.raises(ValueError, match="must change sign"):
         bracketed_root(lambda x: x * x + 1.0, -1.0, 1.0, xtol=1e-12, rtol=0.0)
+
+
+# the accuracy bound, on functions where the secant is no help: a jump, sign-type functions
+# and a triple root, at 30 roots spread over the bracket [-1, 3] (none on a grid point)
+_ROOTS = -1.0 + 4.0 * (np.arange(1, 31) / 31 + 0.01 * math.sqrt(2.0))
+_HARD = {
+    "jump": lambda r: (lambda x: 1.0 if x > r else -1000.0),
+    "sign": lambda r: (lambda x: float(np.sign(x - r))),
+    "falling step": lambda r: (lambda x: -1.0 if x >= r else 5.0),
+    "triple root": lambda r: (lambda x: (x - r) ** 3),
+}
+
+
+@pytest.mark.parametrize("xtol, rtol", [(1e-6, 0.0), (1e-13, 1e-9), (0.0, 1e-8)])
+@pytest.mark.parametrize("shape", list(_HARD))
+def test_the_scalar_root_is_within_half_the_tolerance_on_jumps_and_a_triple_root(shape, xtol, rtol):
+    """The documented bound, max(xtol, rtol |x|) / 2, at every one of 30 roots (up to the
+    rounding of the midpoint): a solver that stopped at a bracket twice as wide misses it at
+    some of them. Such functions take more steps than smooth ones, hence iterations=200."""
+    for root in _ROOTS:
+        got = bracketed_root(_HARD[shape](float(root)), -1.0, 3.0, xtol=xtol, rtol=rtol, iterations=200)
+        bound = 0.5 * max(xtol, rtol * abs(root)) + 2 * np.spacing(root)
+        assert abs(got - root) <= bound, f"root {root!r}: off by {abs(got - root) / bound:.3f} of the bound"
+
+
+def test_about_as_many_evaluations_as_brentq_on_smooth_functions():
+    """The module's claim: Anderson and Björck's method needs about as many evaluations as
+    Brent's method; here at most 1.25 times scipy.optimize.brentq's count plus 2, at the
+    tolerances of the library's callers."""
+    optimize = pytest.importorskip("scipy.optimize")
+    functions = {
+        "cubic": (lambda x: x**3 - 2.0, 0.5, 3.0),
+        "steep": (lambda x: math.expm1(3.0 * (x - math.log(40.0))), 1.0, 6.0),
+        "log": (lambda x: math.log(x) - 1.3, 0.1, 50.0),
+        "tanh": (lambda x: math.tanh(x - 0.3) + 0.1, -4.0, 5.0),
+        "erf": (lambda x: math.erf(x) - 0.9, 0.0, 4.0),
+    }
+    for name, (f, lo, hi) in functions.items():
+        for xtol, rtol in ((1e-12, 4 * np.finfo(float).eps), (1e-10, 1e-12)):
+            ours, brent = [], []
+            bracketed_root(lambda x: ours.append(x) or f(x), lo, hi, xtol=xtol, rtol=rtol)
+            optimize.brentq(lambda x: brent.append(x) or f(x), lo, hi, xtol=xtol, rtol=rtol)
+            assert len(ours) <= 1.25 * len(brent) + 2, f"{name}: {len(ours)} evaluations, brentq {len(brent)}"
+
+
+def test_ends_far_out_do_not_overflow_the_midpoint():
+    """Ends near the largest float: the midpoint (lo + hi) / 2 would overflow to inf."""
+    got = bracketed_root(lambda x: x / 1e308 - 1.5, 1e308, 1.7e308, xtol=0.0, rtol=1e-12)
+    assert abs(got - 1.5e308) <= 0.5e-12 * 1.5e308 * (1 + 1e-9)
+    got = bracketed_root(lambda x: float(np.sign(x - 1e300)), -1.7e308, 1.7e308, xtol=0.0, rtol=1e-12, iterations=400)
+    assert abs(got - 1e300) <= 0.5e-12 * 1e300 * (1 + 1e-9)
+
+
+def test_a_nan_from_f_inside_the_bracket_is_refused_and_located():
+    """A NaN compares as neither side of zero; it used to be taken as negative (the answer was
+    2.9, where f is NaN next to the ends of the NaN stretch, not the root 1.5)."""
+    def holed(x):
+        return math.nan if 2.0 < x < 2.9 else x**3 - 1.5**3
+
+    with pytest.raises(ValueError, match=r"^f is NaN at x = 2\.\d*, inside the bracket \[0\.0, 3\.0\]"):
+        bracketed_root(holed, 0.0, 3.0, xtol=1e-12, rtol=0.0)
+    with pytest.raises(ValueError, match=r"^f is NaN at the end hi = 3\.0"):
+        bracketed_root(lambda x: math.nan if x > 2.5 else x - 1.0, 0.0, 3.0, xtol=1e-12, rtol=0.0)
+    with pytest.raises(ValueError, match=r"^f is NaN at x = .*\(bracket 1, "):
+        regula_falsi(lambda x, idx: np.where(idx == 1, np.nan, x - 1.0), np.array([0.0, 0.0]), np.array([3.0, 3.0]),
+                     np.array([-1.0, -1.0]), np.array([2.0, 2.0]), xtol=1e-12, rtol=0.0, iterations=10)
+
+
+@pytest.mark.parametrize("lo, hi, name", [(3.0, 0.2, "lo"), (1.0, 1.0, "lo"), (math.inf, 2.0, "lo"), (-math.inf, 2.0, "lo"),
+                                          (math.nan, 2.0, "lo"), (0.0, math.inf, "hi"), (0.0, math.nan, "hi"), (0.0, "2", "hi")])
+def test_ends_out_of_order_or_not_finite_are_refused_by_name(lo, hi, name):
+    """The docstring asks lo < hi; reversed ends used to return 0.9 for a root at 1.3, and
+    infinite ends ran out of steps with an unclear message."""
+    with pytest.raises((ValueError, TypeError), match=f"^{name} must"):
+        bracketed_root(lambda x: x**3 - 1.3**3, lo, hi, xtol=1e-12, rtol=0.0)
+
+
+@pytest.mark.parametrize("name, bad", [("xtol", math.nan), ("xtol", -1e-12), ("xtol", math.inf), ("xtol", None),
+                                       ("rtol", math.nan), ("rtol", -1e-12), ("rtol", math.inf), ("rtol", True)])
+def test_tolerances_negative_or_not_finite_are_refused_by_name(name, bad):
+    tolerances = {"xtol": 1e-12, "rtol": 1e-12, name: bad}
+    with pytest.raises((ValueError, TypeError), match=f"^{name} must"):
+        bracketed_root(lambda x: x - 1.0, 0.0, 3.0, **tolerances)
+    with pytest.raises((ValueError, TypeError), match=f"^{name} must"):
+        regula_falsi(lambda x, idx: x - 1.0, np.array([0.0]), np.array([3.0]), np.array([-1.0]), np.array([2.0]),
+                     iterations=10, **tolerances)
+
+
+def test_brackets_out_of_order_or_without_the_documented_signs_are_refused_by_name():
+    def f(x, idx):
+        return x - 1.0
+
+    with pytest.raises(ValueError, match="^x_lo must be < x_hi"):
+        regula_falsi(f, np.array([3.0]), np.array([0.0]), np.array([-1.0]), np.array([2.0]), xtol=1e-12, rtol=0.0, iterations=10)
+    with pytest.raises(ValueError, match="^x_hi must be finite"):
+        regula_falsi(f, np.array([0.0]), np.array([np.inf]), np.array([-1.0]), np.array([2.0]), xtol=1e-12, rtol=0.0, iterations=10)
+    with pytest.raises(ValueError, match="^f_lo and f_hi must"):
+        regula_falsi(f, np.array([0.0]), np.array([3.0]), np.array([2.0]), np.array([-1.0]), xtol=1e-12, rtol=0.0, iterations=10)
