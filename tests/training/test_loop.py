@@ -57,6 +57,13 @@ def test_the_settings_refuse_bad_evaluation_steps_showing_them(marks, shown):
         ({"optimizer": "sgd", "weight_decay": 0.1}, ValueError, "weight_decay is decoupled decay for Adam"),
         ({"weight_decay": -0.1}, ValueError, "weight_decay must be >= 0"),
         ({"alphas": [1.0, 4.0], "lrs": [[0.01, 0.1]]}, ValueError, "lrs must be a 1-d grid or one row of rates per scale"),
+        ({"alphas": [1.0, 4.0], "lrs": [[0.1], [0.2, 0.3]]}, ValueError, "lrs is ragged"),
+        ({"noise": [1.0, 2.0]}, TypeError, "noise must be a real number"),
+        ({"weight_decay": [0.1]}, TypeError, "weight_decay must be a real number"),
+        ({"noise": True}, TypeError, "noise must be a real number"),
+        ({"validation_size": False}, TypeError, "validation_size must be an integer >= 1"),
+        ({"alphas": [True]}, TypeError, "alphas must hold real numbers, not True or False"),
+        ({"steps": 20, "eval_steps": [False, 20]}, TypeError, "eval_steps must hold real numbers, not True or False"),
     ],
 )
 def test_the_settings_refuse_a_bad_value_with_its_rule(change, error, message):

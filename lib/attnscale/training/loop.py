@@ -119,6 +119,8 @@ def _checked(s: TrainSettings) -> dict[str, Any]:
     out: dict[str, Any] = {"kind": _kind(s.kind), "optimizer": _optimizer(s.optimizer)}
     for name, least in (("n", 2), ("d", 2), ("c", 1), ("seeds", 1), ("steps", 1), ("batch", 1), ("eval_every", 1), ("eval_size", 1)):
         out[name] = v.integer_at_least(getattr(s, name), name, least)
+    if isinstance(s.validation_size, (bool, np.bool_)):
+        raise TypeError(f"validation_size must be an integer >= 1 (or 0 for none), got {s.validation_size!r}")
     out["validation_size"] = v.integer_at_least(s.validation_size, "validation_size", 1) if s.validation_size != 0 else 0
     out["validation_every"] = v.integer_at_least(s.validation_every, "validation_every", 1)
     for name in ("learn_scale", "return_params"):
@@ -126,12 +128,12 @@ def _checked(s: TrainSettings) -> dict[str, Any]:
         if not isinstance(flag, (bool, np.bool_)):
             raise TypeError(f"{name} must be True or False, got {flag!r}")
         out[name] = bool(flag)
-    weight_decay = out["weight_decay"] = float(v.finite(s.weight_decay, "weight_decay"))
+    weight_decay = out["weight_decay"] = _real(s.weight_decay, "weight_decay")
     if weight_decay < 0:
         raise ValueError(f"weight_decay must be >= 0, got {weight_decay}")
     if weight_decay and out["optimizer"] != "adam":
         raise ValueError(f"weight_decay is decoupled decay for Adam (AdamW); optimizer {out['optimizer']!r} takes weight_decay=0")
-    noise = out["noise"] = float(v.finite(s.noise, "noise"))
+    noise = out["noise"] = _real(s.noise, "noise")
     if noise < 0:
         raise ValueError(f"noise must be >= 0, got {noise}")
     out["alphas"], out["lrs"] = _checked_grid(s.alphas, s.lrs)
@@ -139,10 +141,40 @@ def _checked(s: TrainSettings) -> dict[str, Any]:
     return out
 
 
+def _real(value: ArrayLike, name: str) -> float:
+    """One finite real number (a bool or an array with entries is refused by name)."""
+    try:
+        entries = 0 if isinstance(value, (str, bytes)) or value is None else np.ndim(value)
+    except ValueError:  # ragged
+        entries = 1
+    if isinstance(value, (bool, np.bool_)) or entries != 0:
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    return float(v.finite(value, name))
+
+
+def _numbers(value: ArrayLike, name: str) -> ArrayLike:
+    """``value`` unchanged if it holds no bools and is not ragged (refused by name otherwise)."""
+    def bools(x: object) -> bool:
+        if isinstance(x, (bool, np.bool_)):
+            return True
+        if isinstance(x, np.ndarray):
+            return x.dtype == np.bool_ or (x.dtype == object and any(bools(e) for e in x.ravel()))
+        return isinstance(x, (list, tuple)) and any(bools(e) for e in x)
+
+    if bools(value):
+        raise TypeError(f"{name} must hold real numbers, not True or False, got {value!r}")
+    if isinstance(value, (list, tuple)):
+        try:
+            np.asarray(value)
+        except ValueError as exc:
+            raise ValueError(f"{name} is ragged (rows of different lengths), got {value!r}") from exc
+    return value
+
+
 def _checked_grid(alphas: ArrayLike, lrs: ArrayLike) -> tuple[tuple[float, ...], tuple[tuple[float, ...], ...]]:
     """The scales, and the rates as one row per scale (a 1-d grid repeated for every scale)."""
-    scales = v.at_least_1d(v.positive(alphas, "alphas"), "alphas")
-    rates = v.at_least_1d(v.positive(lrs, "lrs"), "lrs")
+    scales = v.at_least_1d(v.positive(_numbers(alphas, "alphas"), "alphas"), "alphas")
+    rates = v.at_least_1d(v.positive(_numbers(lrs, "lrs"), "lrs"), "lrs")
     if scales.ndim != 1:
         raise ValueError(f"alphas must be a 1-d list, got shape {scales.shape}")
     if rates.ndim == 1:
@@ -153,7 +185,7 @@ def _checked_grid(alphas: ArrayLike, lrs: ArrayLike) -> tuple[tuple[float, ...],
 
 
 def _checked_marks(eval_steps: ArrayLike, steps: int) -> tuple[int, ...]:
-    marks = v.finite(eval_steps, "eval_steps")
+    marks = v.finite(_numbers(eval_steps, "eval_steps"), "eval_steps")
     if (marks.ndim != 1 or marks.size < 2 or marks[0] != 0 or marks[-1] != steps or np.any(np.diff(marks) <= 0)
             or np.any(marks != np.round(marks))):
         raise ValueError(f"eval_steps must be increasing whole steps from 0 to steps = {steps}, got {v._show(marks)}")
