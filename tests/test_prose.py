@@ -602,3 +602,71 @@ def test_the_register_page_reads_every_note_why_and_chapter_verdict(tmp_path):
     other = tmp_path / "05_made_up.ipynb"
     other.write_text(json.dumps(dict(nb, cells=[dict(nb["cells"][0], source=["print(1)"])])))
     assert register_blocks(other, records) == []
+
+
+# ---------------------------------------------------------------- labels written out in the register
+
+#: the prefixes of the book's labels that are not English: a label starting with one of them,
+#: written out in a register text, is a label the reader was meant to follow as a link
+LABEL_PREFIXES = ("ch", "sec", "eq", "fig", "obs", "tab", "thm", "prop", "def")
+LABEL_TARGET = re.compile(r"^\s*\((?P<label>[^()\s]+)\)=\s*$", re.M)
+LABEL_OPTION = re.compile(r"^\s*:(?:label|name):\s*(?P<label>\S+)\s*$", re.M)
+#: a link to a place in the book, [text](#label): the one place a label may be written
+ANCHOR_LINK = re.compile(r"\]\(#[^()\s]*\)")
+#: the register's texts read by the reader (the page shows note or why; the tables chapter_verdict, chapter_claim)
+LABELLED_FIELDS = ("note", "why", "chapter_verdict", "chapter_claim")
+
+
+def book_labels(paths: list[Path]) -> set[str]:
+    """The labels the pages define, by ``(label)=`` targets and ``:label:`` / ``:name:`` options,
+    that begin with one of :data:`LABEL_PREFIXES` and a hyphen."""
+    labels = set()
+    for path in paths:
+        if path.suffix == ".ipynb":
+            texts = ["".join(c["source"]) for c in json.loads(path.read_text(encoding="utf-8"))["cells"]]
+        else:
+            texts = [path.read_text(encoding="utf-8")]
+        for text in texts:
+            labels.update(m["label"] for pattern in (LABEL_TARGET, LABEL_OPTION) for m in pattern.finditer(text))
+    return {label for label in labels if label.split("-", 1)[0] in LABEL_PREFIXES and "-" in label}
+
+
+def bare_labels(text: str, labels: set[str]) -> list[str]:
+    """The labels of ``labels`` written in ``text`` other than as a link target ``](#label)``."""
+    if not labels:
+        return []
+    pattern = re.compile(r"(?<![\w-])(?:" + "|".join(map(re.escape, sorted(labels, key=len, reverse=True))) + r")(?![\w-])")
+    return pattern.findall(ANCHOR_LINK.sub("]", text))
+
+
+def _label_pages() -> list[Path]:
+    chapters = ROOT / "chapters"
+    return sorted({*chapters.glob("*.ipynb"), *chapters.glob("*.md"), *ROOT.glob("*.md"), *PAGES})
+
+
+def test_no_register_text_writes_out_a_label_of_the_book():
+    """A note, why, chapter_verdict or chapter_claim points to a place in the book with a link
+    [text](#label), never by the label written out: '(ch-cosine)', 'see sec-x' or 'fig-05-decoder'."""
+    from attnscale.claims import REGISTER, load_register
+
+    labels = book_labels(_label_pages())
+    assert len(labels) > 20 and "ch-cosine" in labels, sorted(labels)
+    bad = [(rec["id"], field, found) for rec in load_register(Path(REGISTER)) for field in LABELLED_FIELDS
+           if isinstance(rec.get(field), str) and (found := bare_labels(rec[field], labels))]
+    assert not bad, "labels written out in the register (link them as [text](#label)):\n  " + "\n  ".join(map(str, bad))
+
+
+def test_the_label_detector_finds_labels_after_brackets_and_with_one_hyphen(tmp_path):
+    """Labels come from the pages' targets and options, prefixed ones only (a label like
+    'typical-row' is also English); one is found after '(' and at a sentence's end, not in a link."""
+    page = tmp_path / "99_made_up.md"
+    page.write_text("(ch-made)=\n# A\n\n(typical-row)=\n```{figure} x.png\n:name: fig-99-plot\n```\n"
+                    "```{prf:theorem}\n:label: thm-made-up.2\n```\n(sec-made-up-1.5)=\n")
+    notebook = tmp_path / "98_made_up.ipynb"
+    notebook.write_text(json.dumps({"cells": [{"cell_type": "markdown", "metadata": {}, "source": ["(eq-one)=\n", "$$x$$\n"]}]}))
+    labels = book_labels([page, notebook])
+    assert labels == {"ch-made", "fig-99-plot", "thm-made-up.2", "sec-made-up-1.5", "eq-one"}
+    assert bare_labels("as shown (ch-made), and in fig-99-plot.", labels) == ["ch-made", "fig-99-plot"]
+    assert bare_labels("see thm-made-up.2 and sec-made-up-1.5; eq-one", labels) == ["thm-made-up.2", "sec-made-up-1.5", "eq-one"]
+    assert bare_labels("as shown [in chapter 6](#ch-made) and [the plot](#fig-99-plot)", labels) == []
+    assert bare_labels("the typical-row optimum; ch-made-up and xch-made are other words", labels) == []
