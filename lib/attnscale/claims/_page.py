@@ -146,7 +146,7 @@ def _row(r: dict) -> str:
 
 
 def register_page(rows: list[dict]) -> str:
-    """The HTML of chapter 11: the filter menus, then per source (:data:`SOURCE_PARTS`: a
+    """The HTML of chapter 11: the filter menus, then per source (``SOURCE_PARTS``: a
     note, or a post's main text and its appended notes apart) a heading, the count
     of each verdict and a table of its records (id, place, statement, claimed, recomputed,
     verdict, note, the chapter that discusses it). ``rows`` are the evaluated records of
