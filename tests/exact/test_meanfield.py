@@ -11,27 +11,22 @@ import numpy as np
 import pytest
 
 from attnscale import exact, exact as E
+from exact_reference import rows
 from expect import refuses
 
 
 @pytest.mark.parametrize(
     'kwargs, exc, name',
     [
-        ({"n": np.nan}, ValueError, 'n'),
-        ({"n": "x"}, TypeError, 'n'),
         ({"n": 1e15 + 0.5}, ValueError, 'n'),
         ({"n": [2.0, 1.5]}, ValueError, 'n'),
         ({"n": [1e15, 2e15]}, ValueError, 'n'),
-        ({"n": 64, "factor": 1.0}, ValueError, 'factor'),
-        ({"n": 64, "factor": 0.5}, ValueError, 'factor'),
-        ({"n": 64, "step": 0.0}, ValueError, 'step'),
         ({"n": 64, "step": 0.2}, ValueError, 'step'),
     ],
 )
 def test_mean_field_limit_messages(kwargs, exc, name):
-    """Each bad argument gets its own full message naming the argument and the first bad
-    value (n = 2 and n = 1e15 are allowed, 1e15 + 0.5 is not; factor <= 1 fails the
-    `> 1` check before the resolution check)."""
+    """The edges test_refusals does not try: n = 2 and n = 1e15 are allowed, 1e15 + 0.5 is
+    not; a bad entry after a valid one; a step just above the largest, 0.1."""
     refuses(exc, name, lambda: E.mean_field_limit(**kwargs))
 
 
@@ -42,7 +37,9 @@ def test_mean_field_limit_accepts_the_largest_step():
     assert a == pytest.approx(1.0121793124, abs=1e-9)
 
 
-@pytest.mark.parametrize("n, factor, step", [(64, 1.1, 0.05), (1e6, 1.1, 0.02), (4096, 2.0, 0.05)])
+@pytest.mark.parametrize(
+    "n, factor, step", [(64, 1.1, 0.05), (1e6, 1.1, 0.02), (4096, 2.0, 0.05), (2, 1.05, 0.05), (2, 2.0, 0.05), (1e6, 1.05, 0.05), (1e6, 2.0, 0.05)]
+)
 def test_mean_field_limit_is_the_first_crossing_to_1e_12(n, factor, step):
     """The documented search: the first alpha at which |log ratio| passes log(factor), refined to
     1e-12. Against an independent route: a fine scan of the public ratio for the first sign
@@ -60,8 +57,8 @@ def test_mean_field_limit_is_the_first_crossing_to_1e_12(n, factor, step):
     assert E.mean_field_limit(n, factor, step=step) == pytest.approx(ref, abs=2e-12, rel=0)
 
 
-# E sum p^2 for normal scores from test_exact's table of nested 25-digit mpmath quadratures
-MPMATH_P2 = [(64, 2.0, "0.1607351123806254831573238"), (1e9, 0.05, "1.002503127603273129336232e-9"), (4096, 10.0, "0.6416768492372704137117076")]
+# E sum p^2 for normal scores from the table of nested mpmath quadratures
+MPMATH_P2 = [(n, a, v) for kind, n, a, _, _, v in rows((64, 2.0, None, None), (1e9, 0.05, None, None), (4096, 10.0, None, None)) if kind == "p2"]
 
 
 @pytest.mark.parametrize("n, alpha, value", MPMATH_P2)
@@ -78,15 +75,6 @@ def test_ratio_is_one_at_zero_and_broadcasts():
     assert out[1, 2] == pytest.approx(exact.mean_field_ratio(512, 2.0), rel=1e-14)
 
 
-@pytest.mark.parametrize("n", [2, 64, 1e6])
-@pytest.mark.parametrize("factor", [1.05, 1.1, 2.0])
-def test_limit_is_the_first_crossing(n, factor):
-    a = exact.mean_field_limit(n, factor)
-    assert abs(np.log(exact.mean_field_ratio(n, a))) == pytest.approx(np.log(factor), rel=1e-9)
-    grid = np.linspace(1e-3, a, 100)[:-1]
-    assert np.all(np.abs(np.log(exact.mean_field_ratio(n, grid))) < np.log(factor))
-
-
 def test_limit_values_and_steps():
     # chapter 7's values to two decimals, and the answer does not depend on the walk's step
     a = exact.mean_field_limit([64, 512, 4096, 32768, 1e6])
@@ -95,16 +83,7 @@ def test_limit_values_and_steps():
     assert exact.mean_field_limit(64, 1.1) < exact.mean_field_limit(64, 1.5)
 
 
-@pytest.mark.parametrize("kwargs, match", [({"n": 1.5}, "n must lie"), ({"n": 2e15}, "n must lie"), ({"n": 64, "factor": 1.0}, "factor"),
-                                           ({"n": 64, "step": 0.5}, "step"), ({"n": 64, "step": 0.0}, "step")])
-def test_limit_rejects(kwargs, match):
-    with pytest.raises((ValueError, TypeError), match=match):
-        exact.mean_field_limit(**kwargs)
-
-
-def test_limit_refuses_a_factor_the_quadrature_cannot_resolve():
-    # log ratio ~ alpha^2 / n for small alpha, with rounding near 1e-14: a factor of 1 + 1e-15 cannot be located
-    with pytest.raises(ValueError, match="factor must be at least 1 \\+ 1e-10"):
-        exact.mean_field_limit(2, 1 + 1e-15)
+def test_limit_of_a_factor_close_to_one():
+    """log ratio ~ alpha^2 / n for small alpha: a factor of 1 + 1e-6 is still resolved."""
     a = exact.mean_field_limit(10, 1 + 1e-6)
     assert a == pytest.approx(np.sqrt(10 * np.log1p(1e-6)), rel=1e-3)

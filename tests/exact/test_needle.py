@@ -44,6 +44,10 @@ def _mp_mean_field_needle(n, alpha, gap, d):
         (2, 10.0, 10.0, None),  # a dominant needle, excess = -50: weight 1 - 2e-22
         (100, 0.5, 0.1, 8),  # cosine scores with 0 < alpha < 1 (log M must not be skipped)
         (1e4, 0.9, -0.3, 3),  # the same below alpha = 1, uniform scores
+        (100, 2.0, 3.0, None),
+        (1e6, 0.5, -1.0, None),
+        (1000, 50.0, 0.3, 64),
+        (10, 3.0, 0.5, 3),
     ],
 )
 def test_mean_field_needle_in_every_branch(n, alpha, gap, d):
@@ -95,15 +99,16 @@ def _two_normal_keys(alpha, gap, kind):
 
 @functools.lru_cache(maxsize=None)
 def _two_cosine_keys(alpha, gap, d, kind):
-    """``E g(alpha (gap - s))`` for a cosine score in ``R^d``, ``d`` large: density
-    ``sin(theta)^(d-2) / B(1/2, (d-1)/2)`` of ``theta = arccos s``, which lives within a
-    dozen ``1/sqrt(d)`` of ``pi/2`` (beyond, below e^-70 of its peak)."""
-    with mp.workdps(20):
+    """``E g(alpha (gap - s))`` for a cosine score in ``R^d``, in ``theta = arccos s``;
+    breakpoints every ``pi/32``, where the sigmoid turns, and within a dozen ``1/sqrt(d)``
+    of ``pi/2``, where the density lives for large ``d``."""
+    with mp.workdps(30):
         a, g = mp.mpf(alpha), mp.mpf(gap)
-        c = 1 / mp.beta(mp.mpf(1) / 2, mp.mpf(d - 1) / 2)
-        sd = 1 / mp.sqrt(d)
-        pts = sorted({mp.pi / 2 + k * sd for k in range(-12, 13, 2)} | {mp.mpf(0), mp.pi})
-        return float(mp.quad(lambda t: c * mp.sin(t) ** (d - 2) * _two_key(a * (g - mp.cos(t)), kind), pts))
+        f, sd = cosine_density_theta(d), 1 / mp.sqrt(d)
+        pts = {mp.pi / 2 + k * sd for k in range(-12, 13, 2)} | {mp.pi * k / 32 for k in range(33)}
+        pts |= {mp.acos(g + mp.mpf(k) / a) for k in range(-60, 61, 3) if abs(g + mp.mpf(k) / a) < 1}
+        pts = sorted(t for t in pts if 0 <= t <= mp.pi)
+        return float(mp.quad(lambda t: f(t) * _two_key(a * (g - mp.cos(t)), kind), pts))
 
 
 def _log_mgf_cosine(alpha, d):
@@ -151,17 +156,6 @@ def test_second_needle_keeps_its_piece_after_one_wholly_below_the_bulk():
     assert w[1] == pytest.approx(1.0, rel=RTOL, abs=0)
 
 
-def test_needle_just_below_the_bulk_two_cosine_keys():
-    """d = 4096, alpha = 10, gap = -1: the needle's kernel starts below the bulk's threshold
-    range. Its entropy integrand there is ``-k0`` (the other key's phi is 0), whose integral
-    must be kept: a piece started at ``(v - 8) H``, at ``v + 8`` or at 0, or dropped,
-    loses it and returns -0.0029 for 5.04e-4. Weight and sum p^2 pinned alongside."""
-    alpha, gap, d = 10.0, -1.0, 4096
-    assert E.needle_entropy(2, alpha, gap, d) == pytest.approx(_two_cosine_keys(alpha, gap, d, "H"), rel=RTOL, abs=0)
-    assert E.needle_weight(2, alpha, gap, d) == pytest.approx(_two_cosine_keys(alpha, gap, d, "w"), rel=RTOL, abs=0)
-    assert E.needle_sum_p2(2, alpha, gap, d) == pytest.approx(_two_cosine_keys(alpha, gap, d, "p2"), rel=RTOL, abs=0)
-
-
 @pytest.mark.parametrize("n", [1e9, 1e15])
 def test_needle_below_a_huge_bulk_is_silent_and_exact(n):
     """Normal scores, alpha = 1, gap = -35: the grid reaches below the bulk, where phi = 0
@@ -179,33 +173,12 @@ def test_needle_below_a_huge_bulk_is_silent_and_exact(n):
     assert _no_warnings(E.needle_entropy, n, alpha, gap) == pytest.approx(ref_h, rel=RTOL, abs=0)
 
 
-def test_mean_field_needle_silent_where_its_cap_keeps_the_product_finite():
-    """n = 1e4, alpha = 40, gap = 0: excess = alpha^2 / 2 = 800 is capped in the unused
-    near-1/n branch so that (n - 1) e^cap stays finite. The
-    weight 1 / (1 + 9999 e^800) underflows to 0."""
-    assert _no_warnings(E.needle_weight_mean_field, 1e4, 40.0, 0.0) == 0.0
-
-
-@pytest.mark.parametrize(
-    ("alpha", "gap", "d"),
-    [(3.0, -35.0, None), (5.0, -20.0, None), (1.0, -35.0, None), (1.5, -35.0, None), (30.0, -1.0, 4096)],
-)
-def test_entropy_of_a_needle_dominated_by_the_other_key(alpha, gap, d):
-    """n = 2 with the needle far below the other key: E H is tiny (2.2e-42 at alpha = 3,
-    gap = -35). The library computed it as ``-(a + b)`` with ``a = int k0 (phi - 1)`` and
-    ``b = int q0 B``, each of which carries the trapezoid sum of an entropy kernel, ~6e-16,
-    instead of its exact integral 0: it returned 2.2e-17 (alpha = 3), -1.4e-17 (alpha = 5),
-    and 3.6e-14 for 3.638e-14 (alpha = 1); documented: relative 1e-11. Each term is now
-    summed in whichever of its two exact forms has the smaller integrand."""
-    ref = _two_normal_keys(alpha, gap, "H") if d is None else _two_cosine_keys(alpha, gap, d, "H")
-    assert E.needle_entropy(2, alpha, gap, d) == pytest.approx(ref, rel=RTOL, abs=0)
-
-
-@pytest.mark.parametrize("n", [1e5, 1e15])
-def test_mean_field_needle_does_not_warn_at_large_n(n):
-    """The unused near-1/n branch is evaluated everywhere: (n - 1) e^700 overflows once
-    n > 1.8e4 and NumPy warned "overflow encountered in multiply" on valid input (the value,
-    0.0, was right)."""
+@pytest.mark.parametrize("n", [1e4, 1e5, 1e15])
+def test_mean_field_needle_silent_where_its_cap_keeps_the_product_finite(n):
+    """alpha = 40, gap = 0: excess = alpha^2 / 2 = 800 is capped in the near-1/n branch,
+    which is evaluated everywhere though unused here, so that (n - 1) e^cap stays finite with
+    no warning, also beyond n = 1.8e4, where (n - 1) e^700 overflows. The weight
+    1 / (1 + (n - 1) e^800) underflows to 0."""
     assert _no_warnings(E.needle_weight_mean_field, n, 40.0, 0.0) == 0.0
 
 
@@ -261,17 +234,6 @@ def test_gap_errors_name_the_first_bad_value(call, name):
     refuses(ValueError, name, call)
 
 
-def _two_key_entropy(alpha, gap):
-    """E H for the row (needle at ``gap``, one standard normal key ``s``): the binary entropy
-    of ``sigmoid(z)``, ``z = alpha (gap - s)``, is ``log1p(e^-|z|) + |z| sigmoid(-|z|)``,
-    integrated over ``s`` in mpmath with breakpoints every ``1/alpha`` around the gap."""
-    with mp.workdps(30):
-        a, g = mp.mpf(alpha), mp.mpf(gap)
-
-        pts = sorted({g + mp.mpf(k) / a for k in range(-40, 41, 2)} | {mp.mpf(k) for k in range(-8, 20, 2)})
-        return float(mp.quad(lambda s: mp.npdf(s) * binary_entropy(a * (g - s)), [-mp.inf] + pts + [mp.inf]))
-
-
 @pytest.mark.parametrize(("alpha", "gap"), [(9.0, 9.0), (10.0, 9.0), (8.0, 9.0)])
 def test_entropy_of_a_dominant_needle_counts_the_keys_just_above_it(alpha, gap):
     """A fault found on the way (failed on the code of the mutation run; fixed).
@@ -287,7 +249,7 @@ def test_entropy_of_a_dominant_needle_counts_the_keys_just_above_it(alpha, gap):
     ``alpha = 8``; documented: 1e-11. The nodes now reach up to where
     ``(gap + alpha) x + x^2 / 2 = 45``, which brings all three within 2e-15.
     """
-    assert E.needle_entropy(2, alpha, gap) == pytest.approx(_two_key_entropy(alpha, gap), rel=REF_RTOL["nH"], abs=0)
+    assert E.needle_entropy(2, alpha, gap) == pytest.approx(_two_normal_keys(alpha, gap, "H"), rel=REF_RTOL["nH"], abs=0)
 
 
 @pytest.mark.parametrize(("d", "alpha"), [(64, 100.0), (16, 30.0)])
@@ -310,24 +272,6 @@ def test_a_cosine_needle_at_the_bottom_of_the_range_keeps_the_keys_around_it(d, 
     assert E.needle_weight(2, alpha, -1.0, d) == pytest.approx(reference, rel=REF_RTOL["w"], abs=0)
 
 
-def test_entropy_of_a_normal_needle_far_above_the_bulk_counts_the_tilted_tail():
-    """A needle at ``gap = 20`` with ``alpha = 5`` and ``n = 10`` dominates its row; the
-    entropy is then ``(n - 1) int f(s) h(e^(alpha (s - gap))) ds`` with
-    ``h(r) = log(1 + r) - r log(r) / (1 + r)`` (up to a relative ~1e-37), whose integrand
-    peaks near ``s = alpha`` (the tilt ``e^(alpha s)``) and still matters at ``s = 9``.
-    Reference: that 1-d integral in 30-digit mpmath on unit panels (finer panels at 40
-    digits move it by 6e-15)."""
-    with mp.workdps(30):
-        a, g = mp.mpf(5), mp.mpf(20)
-
-        def integrand(s):
-            r = mp.exp(a * (s - g))
-            return mp.npdf(s) * (mp.log1p(r) - r * mp.log(r) / (1 + r))
-
-        ref = 9 * mp.quad(integrand, list(range(-6, 17)) + [18, 20, 22, 26, 32])
-    assert E.needle_entropy(10, 5.0, 20.0) == pytest.approx(float(ref), rel=REF_RTOL["nH"], abs=0)
-
-
 def _one_rival_entropy(n, alpha, gap, d):
     """E H for a needle that dominates its row, one bulk key at a time.
 
@@ -336,18 +280,24 @@ def _one_rival_entropy(n, alpha, gap, d):
     h(r) = log(1 + r) - r log(r) / (1 + r), up to terms of order (sum_i r_i)^2. So
     E H = (n - 1) int f(s) h(e^(alpha (s - gap))) ds, a 1-d integral. Keeping h whole
     (not its first-order part r (1 - log r)) matters: the rare bulk key that comes close
-    to the needle moves the answer in the 7th digit at gap 0.3.
+    to the needle moves the answer in the 7th digit at gap 0.3. For normal scores the
+    integrand peaks near s = alpha (the tilt e^(alpha s)), on unit panels.
     """
     with mp.workdps(40):
         a, g = mp.mpf(alpha), mp.mpf(gap)
-        c = 1 / mp.beta(mp.mpf(1) / 2, mp.mpf(d - 1) / 2)
-        p = mp.mpf(d - 3) / 2
         h = lambda r: mp.log1p(r) - r * mp.log(r) / (1 + r)  # noqa: E731
-        pts = sorted({mp.mpf(k) / 400 for k in range(-399, 400)} | {g, mp.mpf(-1), mp.mpf(1)})
-        return (n - 1) * mp.quad(lambda s: c * (1 - s * s) ** p * h(mp.exp(a * (s - g))), pts)
+        if d is None:
+            f, pts = mp.npdf, list(range(-6, 17)) + [18, 20, 22, 26, 32]
+        else:
+            c, p = 1 / mp.beta(mp.mpf(1) / 2, mp.mpf(d - 1) / 2), mp.mpf(d - 3) / 2
+            f = lambda s: c * (1 - s * s) ** p  # noqa: E731
+            pts = sorted({mp.mpf(k) / 400 for k in range(-399, 400)} | {g, mp.mpf(-1), mp.mpf(1)})
+        return (n - 1) * mp.quad(lambda s: f(s) * h(mp.exp(a * (s - g))), pts)
 
 
-@pytest.mark.parametrize("n, alpha, gap, d", [(1e6, 1000.0, 0.3, 4096), (1e6, 1000.0, 0.28, 4096), (1e4, 200.0, 0.9, 128)])
+@pytest.mark.parametrize(
+    "n, alpha, gap, d", [(1e6, 1000.0, 0.3, 4096), (1e6, 1000.0, 0.28, 4096), (1e4, 200.0, 0.9, 128), (10, 5.0, 20.0, None)]
+)
 def test_dominant_needle_entropy(n, alpha, gap, d):
     """A needle far above the bulk: E H ~ 1e-71 .. 1e-31 keeps its relative accuracy."""
     ref = _one_rival_entropy(n, alpha, gap, d)
@@ -355,50 +305,23 @@ def test_dominant_needle_entropy(n, alpha, gap, d):
     assert E.needle_entropy(n, alpha, gap, d) == pytest.approx(float(ref), rel=RTOL, abs=0)
 
 
-def _two_key_stats(z):
-    """(sum p^2, 1 - sum p^2, H) for two keys whose log-weights differ by z (the entropy in
-    the cancellation-free form of ``binary_entropy``: the form -(a log a + b log b) made
-    this reference 2.5e-4 too small at alpha = 5, gap = -20)."""
-    a, b = sig(z), sig(-z)
-    return a * a + b * b, 2 * a * b, binary_entropy(z)
-
-
 @pytest.mark.parametrize(
     "alpha, gap, d",
-    [(0.7, 1.5, None), (8.0, 2.0, None), (50.0, -1.0, None), (5.0, -20.0, None), (1000.0, 0.9, 2), (300.0, 0.2, 128), (5.0, -0.5, 3)],
+    [
+        (0.7, 1.5, None), (8.0, 2.0, None), (50.0, -1.0, None), (5.0, -20.0, None), (1000.0, 0.9, 2), (300.0, 0.2, 128), (5.0, -0.5, 3),
+        # the needle far below the other key: E H is tiny (2.2e-42 at alpha = 3, gap = -35), so
+        # an entropy taken as a difference of kernel sums is lost in their rounding (~6e-16)
+        (3.0, -35.0, None), (1.0, -35.0, None), (1.5, -35.0, None), (30.0, -1.0, 4096),
+        # the needle's kernel starts below the bulk's thresholds, where the entropy integrand is -k0
+        (10.0, -1.0, 4096),
+    ],
 )
 def test_needle_with_one_other_key(alpha, gap, d):
-    """n = 2: the needle's weight is sigmoid(alpha (gap - s)), a 1-d integral over s."""
-    with mp.workdps(30):
-        a, g = mp.mpf(alpha), mp.mpf(gap)
-        if d is None:
-            f = lambda s: mp.npdf(s)  # noqa: E731
-            # breakpoints at the sigmoid's edge and at -alpha, where e^(-alpha s) f(s) peaks
-            pts = {g + mp.mpf(k) / a for k in range(-60, 61, 6)} | {mp.mpf(k) for k in range(-30, 31, 3)} | {-a + mp.mpf(k) / 2 for k in range(-12, 13)}
-            pts = [-mp.inf] + sorted(p for p in pts if abs(p) < 40) + [mp.inf]
-            ref = [mp.quad(lambda s, i=i: f(s) * _two_key_stats(a * (g - s))[i], pts) for i in range(3)]
-            w = mp.quad(lambda s: f(s) * sig(a * (g - s)), pts)
-        else:
-            f = cosine_density_theta(d)
-            pts = sorted({mp.acos(g + mp.mpf(k) / a) for k in range(-60, 61, 3) if abs(g + mp.mpf(k) / a) < 1} | {mp.pi * k / 32 for k in range(33)})
-            ref = [mp.quad(lambda t, i=i: f(t) * _two_key_stats(a * (g - mp.cos(t)))[i], pts) for i in range(3)]
-            w = mp.quad(lambda t: f(t) * sig(a * (g - mp.cos(t))), pts)
-    assert E.needle_weight(2, alpha, gap, d) == pytest.approx(float(w), rel=RTOL, abs=0)
-    assert E.needle_sum_p2(2, alpha, gap, d) == pytest.approx(float(ref[0]), rel=RTOL, abs=0)
-    assert E.needle_entropy(2, alpha, gap, d) == pytest.approx(float(ref[2]), rel=RTOL, abs=0)
-
-
-@pytest.mark.parametrize("n, alpha, gap, d", [(100, 2.0, 3.0, None), (1e6, 0.5, -1.0, None), (1000, 50.0, 0.3, 64), (10, 3.0, 0.5, 3)])
-def test_mean_field_needle_against_mpmath(n, alpha, gap, d):
-    with mp.workdps(30):
-        if d is None:
-            m = mp.exp(mp.mpf(alpha) ** 2 / 2)
-        else:
-            nu = mp.mpf(d) / 2 - 1
-            m = mp.gamma(nu + 1) * (2 / mp.mpf(alpha)) ** nu * mp.besseli(nu, alpha)
-        w0 = mp.exp(mp.mpf(alpha) * gap)
-        ref = w0 / (w0 + (n - 1) * m)
-    assert E.needle_weight_mean_field(n, alpha, gap, d) == pytest.approx(float(ref), rel=1e-13)
+    """n = 2: each statistic is a 1-d integral over the other key's score s of its value
+    for the row of two keys whose log-weights differ by alpha (gap - s)."""
+    for kind, f in (("w", E.needle_weight), ("p2", E.needle_sum_p2), ("H", E.needle_entropy)):
+        ref = _two_normal_keys(alpha, gap, kind) if d is None else _two_cosine_keys(alpha, gap, d, kind)
+        assert f(2, alpha, gap, d) == pytest.approx(ref, rel=RTOL, abs=0), kind
 
 
 @pytest.mark.parametrize("n, alpha, gap, d", [(128, 1.5, 3.0, None), (256, 30.0, 0.5, 64)])
