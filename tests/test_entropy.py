@@ -15,7 +15,7 @@ import pytest
 
 from attnscale.entropy import alpha_for_mean_field_entropy, collision, effective_number, mean_field_entropy_cosine, mean_field_entropy_normal, renyi2, shannon, softmax_entropy
 from attnscale.scores import dlog_mgf_cosine, log_mgf_cosine
-from attnscale.softmax import jacobian_frobenius, jacobian_max_entry, jacobian_spectral_norm, softmax
+from attnscale.softmax import softmax
 from expect import named
 
 
@@ -28,8 +28,6 @@ def _thirty_digits():
 def test_collision_on_a_batch():
     p = np.array([[0.5, 0.5, 0.0], [0.2, 0.3, 0.5]])
     np.testing.assert_allclose(collision(p), [0.5, 0.04 + 0.09 + 0.25], rtol=1e-15)
-    with pytest.raises(ValueError, match=r"^p must sum"):
-        collision([0.5, 0.6])
 
 
 def test_mean_field_entropy_normal_closed_form():
@@ -39,8 +37,6 @@ def test_mean_field_entropy_normal_closed_form():
         assert out == pytest.approx(float(mp.log(n) - mp.mpf(a) ** 2 / 2), rel=1e-14)
     out = mean_field_entropy_normal(np.array([0.5, 2.0]), 100.0)
     assert isinstance(out, np.ndarray) and out.shape == (2,)
-    with pytest.raises(ValueError, match=named('alpha')):
-        mean_field_entropy_normal(-1.0, 10.0)
 
 
 def test_softmax_entropy_default_scale_masks_and_shapes():
@@ -89,51 +85,21 @@ def test_shannon_with_zero_entries_is_silent_under_strict_float_errors():
         np.testing.assert_allclose(shannon(rows), expected, rtol=1e-15, atol=0)
 
 
-@pytest.mark.parametrize(("shape", "axis"), [((3,), 1), ((2, 3), 2)])
-def test_axis_equal_to_ndim_is_rejected_naming_axis(shape, axis):
-    """Valid axes are -ndim .. ndim-1; axis == ndim must raise a ValueError naming axis,
-    not wrap round to axis 0 and silently reduce along the wrong axis (_validate 10)."""
-    s = np.arange(float(np.prod(shape))).reshape(shape)
-    with pytest.raises(ValueError, match=rf"^axis must be in \[{-len(shape)}, {len(shape) - 1}\]"):
-        softmax_entropy(s, 1.0, axis=axis)
-
-
-def test_default_training_length_is_512_and_scale_1():
-    """The signature's defaults n_train = 512, alpha_train = 1: at n = 2048 the rule is
-    sqrt(1 + 2 log 4) (closed form)."""
-    expected = math.sqrt(1.0 + 2.0 * math.log(4.0))
-    assert alpha_for_mean_field_entropy(2048.0) == pytest.approx(expected, rel=1e-14)
-
-
-def test_training_length_between_one_and_two_is_accepted():
-    """n_train only has to exceed 1: n_train = 1.5, n = 3 gives sqrt(1 + 2 log 2)."""
-    got = alpha_for_mean_field_entropy(3.0, n_train=1.5, alpha_train=1.0)
-    assert got == pytest.approx(math.sqrt(1.0 + 2.0 * math.log(2.0)), rel=1e-14)
-
-
 @pytest.mark.parametrize(
-    ("kwargs", "pattern"),
-    [
-        ({"n_train": 1.0}, r"^n_train must be > 1, got 1\.0$"),
-        ({"alpha_train": 0.0}, r"^alpha_train must be > 0, got 0\.0$"),
-        ({"floor": 0.0}, r"^floor must be > 0, got 0\.0$"),
-        ({"d": 2}, r"^d must be an integer >= 3, got 2$"),
-    ],
-    ids=["n_train", "alpha_train", "floor", "d"],
+    ("args", "ratio"),
+    [((2048.0,), 4.0), ((3.0, 1.5, 1.0), 2.0)],
+    ids=["defaults", "n_train-between-one-and-two"],
 )
-def test_bad_argument_error_starts_with_the_argument_name(kwargs, pattern):
-    """The house rule: the message names the argument (as a word, not inside another
-    word) and the bound it broke."""
-    with pytest.raises(ValueError, match=pattern):
-        alpha_for_mean_field_entropy(2048.0, **kwargs)
+def test_normal_rule_closed_form_with_the_default_training_length_and_scale(args, ratio):
+    """The signature's defaults n_train = 512, alpha_train = 1: at n = 2048 the rule is
+    sqrt(1 + 2 log 4); n_train only has to exceed 1: n_train = 1.5, n = 3 gives sqrt(1 + 2 log 2)."""
+    assert alpha_for_mean_field_entropy(*args) == pytest.approx(math.sqrt(1.0 + 2.0 * math.log(ratio)), rel=1e-14)
 
 
 def test_unreachable_length_error_shows_the_offending_length():
     """n = 100 is below e^H = 512 e^-1/2 = 310.5: the ValueError names n and shows the
     first offending value, also when it sits inside an array."""
-    with pytest.raises(ValueError, match=named('n')):
-        alpha_for_mean_field_entropy(100.0)
-    with pytest.raises(ValueError, match=r"got 100\.0$"):
+    with pytest.raises(ValueError, match=r"^n must .*got 100\.0$"):
         alpha_for_mean_field_entropy(np.array([1000.0, 100.0, 200.0]))
 
 
@@ -221,19 +187,13 @@ def test_softmax_entropy_matches_shannon_and_handles_saturation_and_masks():
     s = rng.standard_normal((50, 30))
     for a in (0.1, 1.0, 30.0, 1e4):
         np.testing.assert_allclose(softmax_entropy(s, a), shannon(softmax(s, a)), rtol=1e-10, atol=1e-13)
-    assert softmax_entropy([0.0, -np.inf, 0.0]) == pytest.approx(np.log(2), rel=1e-15)
     assert softmax_entropy([1e300, 0.0]) == 0.0
 
 
-def test_mean_field_entropies():
-    np.testing.assert_allclose(mean_field_entropy_normal(1.0, 512), np.log(512) - 0.5)
+def test_mean_field_entropy_cosine_tends_to_the_normal_one_at_large_d():
     # cosine entropy approaches the normal one with alpha = sqrt(d) * a for large d
     d = 65536.0  # the largest d supported
     np.testing.assert_allclose(mean_field_entropy_cosine(np.sqrt(d) * 1.0, 512.0, d), np.log(512) - 0.5, rtol=1e-3)
-    with pytest.raises(ValueError, match="n must be > 1"):
-        mean_field_entropy_normal(1.0, 1.0)
-    with pytest.raises(ValueError, match="alpha must be > 0"):
-        mean_field_entropy_cosine(0.0, 10.0, 16.0)
 
 
 def _mp_cosine_entropy_d3(alpha, n):
@@ -292,9 +252,7 @@ def test_mean_field_entropy_invariant_rule():
     """attnscale.entropy.alpha_for_mean_field_entropy: the mean-field entropy at (n, alpha(n))
     equals the training one, the normal case is sqrt(alpha_0^2 + 2 log(n / n_0)) with slope
     1/alpha_0 in log n at n_0 (central difference), and unreachable lengths raise or floor."""
-    from attnscale.entropy import alpha_for_mean_field_entropy as rule
-    from attnscale.entropy import mean_field_entropy_cosine, mean_field_entropy_normal
-
+    rule = alpha_for_mean_field_entropy
     n = np.array([512.0, 2048.0, 2.0**20])
     a = rule(n, 512, 1.5)
     np.testing.assert_allclose(mean_field_entropy_normal(a, n), mean_field_entropy_normal(1.5, 512.0), rtol=1e-14)
@@ -306,8 +264,6 @@ def test_mean_field_entropy_invariant_rule():
         a = rule(lengths, 512, 8.0, d=d)
         np.testing.assert_allclose(mean_field_entropy_cosine(a, lengths, d), mean_field_entropy_cosine(8.0, 512.0, d), rtol=1e-9)
         assert np.all(np.diff(a) > 0) and a[0] > 8.0
-    with pytest.raises(ValueError, match="n must exceed"):
-        rule(100.0, 512, 1.0)
     assert rule(100.0, 512, 1.0, floor=1e-3) == 1e-3
     np.testing.assert_array_equal(rule(np.array([16.0, 512.0]), 512, 8.0, d=64, floor=0.5)[0], 0.5)
 
@@ -337,20 +293,3 @@ def test_renyi2_never_exceeds_shannon_and_log_n(p):
     assert renyi2(p) <= shannon(p) + 1e-12
     assert shannon(p) <= np.log(n) + 1e-12
     assert 1 - 1e-12 <= effective_number(p) <= n * (1 + 1e-12)
-
-
-@pytest.mark.parametrize(
-    "call, words",
-    [
-        (lambda: shannon([0.5, 0.4]), "p must sum to 1"),
-        (lambda: renyi2([np.nan, 1.0]), "p must be finite"),
-        (lambda: collision([-0.1, 1.1]), "p must be >= 0"),
-        (lambda: jacobian_spectral_norm([0.5, 0.5], iterations=0), "iterations must be an integer >= 1"),
-        (lambda: jacobian_frobenius([0.5, 0.5], alpha=-1), "alpha must be > 0"),
-        (lambda: jacobian_max_entry(0.5), "p must have at least one axis"),
-    ],
-)
-def test_bad_input(call, words):
-    with pytest.raises(ValueError) as info:
-        call()
-    assert words in str(info.value)

@@ -13,7 +13,6 @@ import pytest
 
 from attnscale.montecarlo import collision_and_gradient, gap_density_at_zero, rem_collision, row_optimum, typical_row_optimum
 from attnscale.softmax import gradient_l1, jacobian_frobenius, softmax
-from expect import named
 
 
 def test_collision_and_gradient_match_the_softmax_route():
@@ -45,69 +44,14 @@ def test_gap_density_against_simulation():
     assert abs(empirical - gap_density_at_zero(8)) < 4 * se + 0.05 * empirical
 
 
-def test_rem_collision():
-    n = np.e**8  # alpha_c = 4
-    assert rem_collision(2.0, n) == 0.0
-    np.testing.assert_allclose(rem_collision(8.0, n), 0.5, rtol=1e-12)
-
-
-@pytest.mark.parametrize(
-    "call, words",
-    [
-        (lambda: collision_and_gradient(np.ones(5), [1.0]), "scores must be a 2-d array"),
-        (lambda: collision_and_gradient(np.ones((2, 1)), [1.0]), "n >= 2"),
-        (lambda: collision_and_gradient(np.ones((2, 3)), [[1.0]]), "alphas must be 1-d"),
-        (lambda: collision_and_gradient(np.ones((2, 3)), [-1.0]), "alphas must be > 0"),
-        (lambda: row_optimum(np.ones((2, 3)), lo=2.0, hi=1.0), "need 0 < lo < hi"),
-        (lambda: gap_density_at_zero(1), "n must be an integer >= 2"),
-        (lambda: rem_collision(1.0, 1.0), "n must be > 1"),
-        (lambda: collision_and_gradient(np.full((2, 3), np.nan), [1.0]), "scores must be finite"),
-    ],
-)
-def test_bad_input(call, words):
-    with pytest.raises(ValueError) as info:
-        call()
-    assert words in str(info.value)
-
-
 def test_typical_row_optimum_matches_a_dense_grid():
     """The bounded search agrees with the argmax of the mean log over a dense grid,
     computed by the other kernel (collision_and_gradient)."""
-    from attnscale.montecarlo import typical_row_optimum
-
     rows = np.random.default_rng(5).standard_normal((200, 128))
     grid = np.geomspace(0.3, 60.0, 4001)  # ratio 1.0013 between neighbours
     _, grad = collision_and_gradient(rows, grid)
     best = grid[int(np.argmax(np.log(grad).mean(axis=1)))]
     assert typical_row_optimum(rows) == pytest.approx(best, rel=3e-3)
-
-
-def test_typical_row_optimum_rejects_a_measure_that_is_not_positive():
-    from attnscale.montecarlo import typical_row_optimum
-
-    rows = np.random.default_rng(5).standard_normal((10, 8))
-    with pytest.raises(ValueError, match="measure"):
-        typical_row_optimum(rows, lambda p, a: -np.ones(p.shape[0]))
-
-
-@pytest.mark.parametrize("n", [10**40])
-def test_gap_density_for_astronomical_n_against_mpmath(n):
-    """Past n ~ 1e31 the largest score passes 12: the integral must follow it (mpmath
-    quadrature of the same integral over the whole line, with 25 digits beyond those of n:
-    Phi(x)^(n-2) needs 1 - Phi(x) ~ 1/n resolved)."""
-    with mp.workdps(len(str(n)) + 25):
-        N = mp.mpf(n)
-        f = lambda x: N * (N - 1) * mp.npdf(x) ** 2 * mp.ncdf(x) ** (N - 2)
-        top = mp.sqrt(2 * mp.log(N))
-        ref = mp.quad(f, [-mp.inf, top - 3, top - 1, top, top + 1, top + 3, mp.inf])
-    assert abs(gap_density_at_zero(n) / float(ref) - 1) < 1e-8
-
-
-def test_gap_density_refuses_lengths_beyond_the_float_range_naming_n():
-    """An integer n above the largest float cannot be integrated in floats: a ValueError names n
-    (it was Python's OverflowError from float(n))."""
-    with pytest.raises(ValueError, match=named('n')):
-        gap_density_at_zero(10**309)
 
 
 def test_typical_optimum_normal_is_the_optimum_of_its_own_sample(monkeypatch):
@@ -192,24 +136,6 @@ def _thirty_digits():
         yield
 
 
-def _two_key_optimum(gap):
-    """For n = 2 and gap D, alpha (1 - sum p^2) = alpha / (2 cosh^2(alpha D / 2)); with
-    u = alpha D / 2 the maximiser solves 2 u tanh u = 1."""
-    u = mp.findroot(lambda u: 2 * u * mp.tanh(u) - 1, 0.77)
-    return float(2 * u / gap)
-
-
-def test_row_optimum_against_the_two_key_closed_form():
-    gaps = np.array([20.0, 3.0, 0.5, 1e-2])
-    scores = np.stack([np.zeros_like(gaps), -gaps], axis=1)
-    want = [_two_key_optimum(g) for g in gaps]
-    assert want[0] < 1.05  # inside the default bracket [0.05, 1e4]
-    np.testing.assert_allclose(row_optimum(scores), want, rtol=1e-6)  # a flat maximum: ~sqrt(eps)
-    # one golden-section step is allowed and stays in [lo, hi]
-    one = row_optimum(scores, iterations=1)
-    assert np.all((one >= 0.05) & (one <= 1e4))
-
-
 def test_row_optimum_clamps_to_the_bracket():
     # maximiser far below lo (the objective decreases on [lo, hi], and underflows to 0 there)
     assert row_optimum(np.array([[0.0, -1e6]]))[0] == pytest.approx(0.05, rel=1e-9)
@@ -217,26 +143,9 @@ def test_row_optimum_clamps_to_the_bracket():
     # maximiser far above hi
     assert row_optimum(np.array([[0.0, -1e-7]]))[0] == pytest.approx(1e4, rel=1e-9)
     assert row_optimum(np.array([[0.0, -1e-7]]), lo=0.5, hi=2.0)[0] == pytest.approx(2.0, rel=1e-9)
-
-
-def test_row_optimum_argument_errors():
-    s = np.array([[0.0, -1.0]])
-    with pytest.raises(ValueError, match=named('lo')):
-        row_optimum(s, lo=np.nan)
-    with pytest.raises(ValueError, match=named('lo')):
-        row_optimum(s, lo=-1.0)
-    with pytest.raises(TypeError, match=named('lo')):
-        row_optimum(s, lo="a")
-    with pytest.raises(ValueError, match=named('hi')):
-        row_optimum(s, hi=np.inf)
-    with pytest.raises(ValueError, match=named('hi')):
-        row_optimum(s, hi=-2.0)
-    with pytest.raises(TypeError, match=named('hi')):
-        row_optimum(s, hi=None)
+    # an empty bracket is refused (lo < hi strictly)
     with pytest.raises(ValueError, match="need 0 < lo < hi"):
-        row_optimum(s, lo=2.0, hi=2.0)
-    with pytest.raises(ValueError, match=named('iterations')):
-        row_optimum(s, iterations=0)
+        row_optimum(np.array([[0.0, -1.0]]), lo=2.0, hi=2.0)
 
 
 def _gap_density_reference(n):
@@ -260,55 +169,20 @@ def test_rem_collision_closed_form():
     assert out == pytest.approx(1 - np.sqrt(2 * np.log(100.0)) / 5.0, rel=1e-14)
     assert rem_collision(1.0, 100.0) == 0.0
     assert rem_collision(np.array([1.0, 5.0]), 100.0).shape == (2,)
-    with pytest.raises(ValueError, match=named('alpha')):
-        rem_collision(0.0, 100.0)
-
-
-def _dense_collision(z, alpha):
-    p = np.exp(alpha * (z - z.max(axis=1, keepdims=True)))
-    p /= p.sum(axis=1, keepdims=True)
-    return np.sum(p * p, axis=1)
-
-
-def test_collision_and_gradient_chunks_cover_every_row():
-    # more rows than keys, in chunks of one and of two: every row is filled, whatever the chunking
-    z = np.random.default_rng(7).normal(size=(9, 3))
-    alphas = np.array([0.5, 2.0])
-    ref = np.array([_dense_collision(z, a) for a in alphas])
-    for chunk in (1, 2, 256):
-        coll, grad = collision_and_gradient(z, alphas, chunk=chunk)
-        np.testing.assert_allclose(coll, ref, rtol=1e-13)
-        np.testing.assert_allclose(grad, alphas[:, None] * (1 - ref), rtol=1e-12)
-
-
-def test_collision_and_gradient_chunk_error_names_chunk():
-    with pytest.raises(ValueError) as info:
-        collision_and_gradient(np.zeros((2, 3)), [1.0], chunk=0)
-    assert str(info.value).startswith("chunk must be an integer >= 1")
 
 
 def test_typical_row_optimum_against_a_two_key_closed_form_and_its_bounds():
     """For one row of two keys with gap 3, alpha (1 - sum p^2) = 2 alpha p (1 - p) is
     (2/3) u sech^2(u) / 2 with u = 3 alpha / 2, largest where 2 u tanh(u) = 1."""
-    from scipy.optimize import brentq
-
-    from attnscale.montecarlo import typical_row_optimum
-
-    u = brentq(lambda x: 2 * x * np.tanh(x) - 1, 0.1, 2.0, xtol=1e-14)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # an unknown solver option would warn
         got = typical_row_optimum(np.array([[0.0, 3.0]]))
-    assert abs(got / (2 * u / 3) - 1) < 2e-4
+    assert abs(got / _two_key_optimum(3.0) - 1) < 2e-4
     # an optimum beyond the default upper bound 60 stops at it
     edge = typical_row_optimum(np.array([[0.0, 0.01]]))
     assert abs(edge / 60.0 - 1) < 1e-3
+    # an empty bracket, and a measure that is not positive (zero, not only negative), are refused
     for call, kind, message in (
-        (lambda: typical_row_optimum([[np.nan, 1.0]]), ValueError, "scores must be finite"),
-        (lambda: typical_row_optimum([[0.0, 1.0]], measure=3), TypeError, "measure must be a function of (p, alpha), got int"),
-        (lambda: typical_row_optimum([[0.0, 1.0]], lo=np.nan), ValueError, "lo must be finite"),
-        (lambda: typical_row_optimum([[0.0, 1.0]], lo=-1.0), ValueError, "lo must be > 0"),
-        (lambda: typical_row_optimum([[0.0, 1.0]], hi=np.nan), ValueError, "hi must be finite"),
-        (lambda: typical_row_optimum([[0.0, 1.0]], hi=-1.0), ValueError, "hi must be > 0"),
         (lambda: typical_row_optimum([[0.0, 1.0]], lo=1.0, hi=1.0), ValueError, "need lo < hi"),
         (lambda: typical_row_optimum([[0.0, 1.0]], measure=lambda p, a: np.zeros(len(p))), ValueError, "measure must return one positive value per row"),
     ):
@@ -317,7 +191,7 @@ def test_typical_row_optimum_against_a_two_key_closed_form_and_its_bounds():
         assert str(info.value).startswith(message), str(info.value)
 
 
-def _dense_collision2(scores: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+def _dense_collision(scores: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """``sum p^2`` and ``1 - sum p^2``, the latter as ``2 sum_{i<j} p_i p_j`` (positive terms only,
     so saturated rows keep their relative accuracy)."""
     p = np.exp(alpha * (scores - scores.max(axis=1, keepdims=True)))
@@ -333,7 +207,7 @@ def _two_key_u() -> float:
         return float(mp.findroot(lambda u: 2 * u * mp.tanh(u) - 1, 0.77))
 
 
-def _two_key_optimum2(gap: ArrayLike) -> ArrayLike:
+def _two_key_optimum(gap: ArrayLike) -> ArrayLike:
     """For one row of two scores a gap D apart, alpha (1 - sum p^2) = alpha / (2 cosh^2(alpha D / 2)),
     largest at alpha = 2 u / D with 2 u tanh u = 1."""
     return 2 * _two_key_u() / gap
@@ -344,7 +218,7 @@ def test_collision_and_gradient_gives_the_same_rows_whatever_the_block_size():
     short one) and blocks of 7 give each row's values as the dense computation does."""
     scores = np.random.default_rng(11).standard_normal((600, 5)) * 2
     alphas = np.array([0.5, 3.0])
-    ref, rest = np.array([_dense_collision2(scores, a) for a in alphas]).transpose(1, 0, 2)
+    ref, rest = np.array([_dense_collision(scores, a) for a in alphas]).transpose(1, 0, 2)
     for chunk in (256, 7, 600, 1):
         coll, grad = collision_and_gradient(scores, alphas, chunk=chunk)
         np.testing.assert_allclose(coll, ref, rtol=1e-13, err_msg=str(chunk))
@@ -355,10 +229,14 @@ def test_row_optimum_is_as_accurate_as_its_golden_section_steps_allow():
     """Golden-section search in log alpha: after ``iterations`` steps (80 by default) the bracket
     is ``(hi/lo)^(0.618^iterations)`` wide, so 5 steps leave the two-key optimum within that
     factor, and the default reaches it to the objective's rounding (about sqrt(eps))."""
-    gaps = np.array([3.0, 0.5, 1e-2])
+    gaps = np.array([20.0, 3.0, 0.5, 1e-2])
     scores = np.stack([np.zeros_like(gaps), -gaps], axis=1)
-    true = np.array([_two_key_optimum2(g) for g in gaps])
+    true = _two_key_optimum(gaps)
+    assert true[0] < 1.05  # inside the default bracket [0.05, 1e4]
     np.testing.assert_allclose(row_optimum(scores), true, rtol=1e-6)
+    # one step is allowed and stays in [lo, hi]
+    one = row_optimum(scores, iterations=1)
+    assert np.all((one >= 0.05) & (one <= 1e4))
     few = row_optimum(scores, lo=0.05, hi=1e4, iterations=5)
     bound = np.log(1e4 / 0.05) * 0.6180339887**5
     assert np.all(np.abs(np.log(few / true)) <= bound)
@@ -375,7 +253,7 @@ def test_typical_row_optimum_accepts_a_measure_returning_python_numbers():
 
     got = typical_row_optimum(np.array([[0.0, 3.0]]), measure)
     # the docstring: the search is to 1e-4 in log alpha
-    assert abs(np.log(got / _two_key_optimum2(3.0))) < 1e-4
+    assert abs(np.log(got / _two_key_optimum(3.0))) < 1e-4
 
 
 @pytest.mark.parametrize(
@@ -398,7 +276,7 @@ def test_typical_row_optimum_searches_log_alpha_to_1e_4_and_not_finer(rows):
     gaps = np.abs(x[:, None] - x[None, :])[~np.eye(x.size, dtype=bool)]
     assert gaps.min() > 1e-5
     if rows.shape == (1, 2):
-        assert abs(np.log(got / _two_key_optimum2(3.0))) < 1e-4
+        assert abs(np.log(got / _two_key_optimum(3.0))) < 1e-4
 
 
 def _mp_gap_density(n: int) -> float:
@@ -415,8 +293,8 @@ def _mp_gap_density(n: int) -> float:
 
 @pytest.mark.parametrize(
     "n",
-    [350_000_000, 5084 * 10**138, 10**300, 10**308, int(np.finfo(float).max)],
-    ids=["3.5e8", "5.084e141", "1e300", "1e308", "largest float"],
+    [350_000_000, 10**40, 5084 * 10**138, 10**300, 10**308, int(np.finfo(float).max)],
+    ids=["3.5e8", "1e40", "5.084e141", "1e300", "1e308", "largest float"],
 )
 def test_gap_density_matches_mpmath_to_the_requested_1e_11(n):
     """The integral is asked of QUADPACK to 1e-11 relative (epsrel, epsabs = 0); the function meets
@@ -431,9 +309,9 @@ def test_row_optimum_places_the_two_key_maximiser_to_its_documented_3e_8():
     """The docstring's accuracy: the objective is flat at its maximum, so the golden-section result
     sits within about 3e-8 of the two-key closed form alpha = 2 u / D (2 u tanh u = 1), not
     within the bracket's 2e-16 (measured: at most 2.4e-8 over these 400 gaps, 2.65e-8 over 2000)."""
-    gaps = _two_key_optimum2(np.geomspace(5e3, 0.1, 400))  # optima from 0.1 to 5e3, inside [0.05, 1e4]
+    gaps = _two_key_optimum(np.geomspace(5e3, 0.1, 400))  # optima from 0.1 to 5e3, inside [0.05, 1e4]
     rows = np.stack([np.zeros_like(gaps), -gaps], axis=1)
     got = row_optimum(rows)
-    rel = np.abs(got / _two_key_optimum2(gaps) - 1)
+    rel = np.abs(got / _two_key_optimum(gaps) - 1)
     assert rel.max() <= 3e-8, rel.max()
     assert np.median(rel) > 1e-12  # not exact: the flat maximum leaves rounding-level noise, as stated

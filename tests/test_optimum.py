@@ -12,8 +12,6 @@ import numpy as np
 import pytest
 
 from attnscale.optimum import alpha_star_cosine, alpha_star_frobenius_normal, alpha_star_normal, alpha_star_normal_asymptotic, collision_cosine, collision_normal, fit_through_origin, n_for_alpha_normal, objective_cosine, objective_normal, su_sweep
-from attnscale.scores import cosine_logpdf, log_mgf_cosine, sample_cosines
-from attnscale.special import bessel_ratio, log_besseli
 import attnscale.optimum as optimum
 from expect import named
 
@@ -71,13 +69,6 @@ def test_alpha_star_is_the_inverse_of_n_for_alpha(n):
     np.testing.assert_allclose(np.log(n_for_alpha_normal(a)), np.log(n), rtol=1e-12, atol=1e-12)
 
 
-def test_objective_and_collision_in_log_domain():
-    assert collision_normal(30.0, 1e6) == np.inf or collision_normal(30.0, 1e6) > 1e300
-    assert objective_normal(40.0, 10.0) == -np.inf
-    np.testing.assert_allclose(objective_normal(1e-9, 2.0), 1e-9 * 0.5, rtol=1e-9)
-    np.testing.assert_allclose(objective_normal(2.0, 100.0), 2 * (1 - np.exp(4) / 100), rtol=1e-14)
-
-
 def test_asymptotic_expansion_improves_with_terms_and_n():
     n = np.array([1e4, 1e8, 1e16, 1e64])
     exact = alpha_star_normal(n)
@@ -85,43 +76,17 @@ def test_asymptotic_expansion_improves_with_terms_and_n():
     assert np.all(errs[0] > errs[1]) and np.all(errs[1] > errs[2])
     for e in errs:
         assert np.all(np.diff(e) < 0)
-    with pytest.raises(ValueError, match="terms must be 1, 2 or 3"):
-        alpha_star_normal_asymptotic(100.0, 4)
-    with pytest.raises(ValueError, match="too small"):
-        alpha_star_normal_asymptotic(1.1, 3)
-
-
-@pytest.mark.parametrize(
-    "call, exc, words",
-    [
-        (lambda: alpha_star_normal(1.0), ValueError, "n must be > 1"),
-        (lambda: alpha_star_normal([4.0, 0.5]), ValueError, "got 0.5"),
-        (lambda: alpha_star_normal(np.nan), ValueError, "n must be finite"),
-        (lambda: alpha_star_normal(np.inf), ValueError, "n must be finite"),
-        (lambda: alpha_star_normal("100"), TypeError, "n must be a real number"),
-        (lambda: alpha_star_normal(None), TypeError, "n must be a real number"),
-        (lambda: objective_normal(-1.0, 10.0), ValueError, "alpha must be > 0"),
-        (lambda: objective_normal(1.0, 1.0), ValueError, "n must be > 1"),
-        (lambda: collision_normal(np.nan, 10.0), ValueError, "alpha must be finite"),
-        (lambda: n_for_alpha_normal(0.0), ValueError, "alpha must be > 0"),
-    ],
-)
-def test_bad_input(call, exc, words):
-    with pytest.raises(exc, match=None) as info:
-        call()
-    assert words in str(info.value)
 
 
 def test_alpha_star_normal_raises_rather_than_return_an_unconverged_value(monkeypatch):
-    import attnscale.optimum as optimum
-
+    """The message shows the n it was asked for."""
     monkeypatch.setattr(optimum, "NEWTON_STEPS", 1)
-    with pytest.raises(ArithmeticError, match="did not converge"):
-        optimum.alpha_star_normal(1e6)
+    with pytest.raises(ArithmeticError, match=r"did not converge.*n = 12345\.0"):
+        alpha_star_normal(12345.0)
 
 
 def test_collision_and_objective_normal_closed_forms():
-    for a, n in [(0.5, 10.0), (1.5, 1e3), (3.0, 2.0)]:
+    for a, n in [(1e-9, 2.0), (0.5, 10.0), (1.5, 1e3), (2.0, 100.0), (3.0, 2.0)]:
         c = float(mp.exp(mp.mpf(a) ** 2) / n)
         assert collision_normal(a, n) == pytest.approx(c, rel=1e-14)
         assert objective_normal(a, n) == pytest.approx(a * (1 - c), rel=1e-12)
@@ -135,11 +100,6 @@ def test_normal_and_cosine_overflow_is_a_silent_inf():
         assert n_for_alpha_normal(40.0) == np.inf
         assert collision_cosine(1e20, 10.0, 4096.0) == np.inf
         assert objective_cosine(1e20, 10.0, 4096.0) == -np.inf
-
-
-def test_cosine_mean_field_names_alpha():
-    with pytest.raises(ValueError, match=named('alpha')):
-        objective_cosine(-1.0, 10.0, 3.0)
 
 
 def test_asymptotic_alpha_star_closed_forms():
@@ -170,13 +130,6 @@ def test_alpha_star_normal_newton_converges_in_six_steps(monkeypatch):
             # exp(a^2) (1 + 2 a^2) = n; in logs, relative to the size of the terms
             residual = x + mp.log1p(2 * x) - mp.log(mp.mpf(float(n)))
             assert abs(residual) <= 1e-14 * (x + mp.log1p(2 * x)), (n, a)
-
-
-def test_alpha_star_normal_unconverged_error_shows_n(monkeypatch):
-    monkeypatch.setattr(optimum, "NEWTON_STEPS", 1)
-    with pytest.raises(ArithmeticError) as info:
-        alpha_star_normal(12345.0)
-    assert "n = 12345.0" in str(info.value)
 
 
 def _mp_log_r_d3(a):
@@ -229,37 +182,17 @@ def test_alpha_star_cosine_illinois_converges_in_fifteen_steps():
         assert abs(a / _mp_alpha_star_d3(n, a) - 1) <= 1e-13, n
 
 
-def test_alpha_star_cosine_beyond_the_bessel_range_raises():
-    # for d = 3 the optimum is about n/2; for n = 1e300 that is far beyond alpha = 1e25,
-    # where the Bessel functions are trusted, and the bracket cannot be formed
-    with pytest.raises(ValueError, match=named("n")):
-        alpha_star_cosine(1e300, 3)
-
-
 EPS = np.finfo(float).eps
 
 
-def test_su_sweep_is_a_float_array_of_the_500_lengths():
-    """The sweep is float64 (not numpy's default integer dtype for arange) and holds 40, 80, ..., 20000."""
+def test_su_sweep_is_a_fresh_float_array_of_the_500_lengths():
+    """The sweep is float64 (not numpy's default integer dtype for arange), holds 40, 80, ..., 20000
+    and is a fresh array each call."""
     s = su_sweep()
     assert s.dtype == np.float64
     np.testing.assert_array_equal(s, 40.0 * np.arange(1, 501))
-
-
-FIT_ERRORS = [
-    (2.0, 1.0, "values"),
-    ([1.0, np.nan], [1.0, 2.0], "values"),
-    ([1.0, 2.0], [np.inf, 1.0], "basis"),
-    ([1.0, 2.0], [1.0, 2.0, 3.0], "basis"),
-    ([1.0, 0.0], [1.0, 2.0], "values"),
-    ([1.0, 2.0], [0.0, 0.0], "basis"),
-]
-
-
-@pytest.mark.parametrize(("values", "basis", "name"), FIT_ERRORS, ids=["scalar", "nan-values", "inf-basis", "shapes", "zero-value", "zero-basis"])
-def test_fit_through_origin_refusals_begin_with_the_argument_at_fault(values, basis, name):
-    with pytest.raises(ValueError, match=named(name)):
-        fit_through_origin(values, basis)
+    s[0] = -1
+    assert su_sweep()[0] == 40
 
 
 def _frobenius_root(n: float) -> mp.mpf:
@@ -277,32 +210,21 @@ def _frobenius_root(n: float) -> mp.mpf:
         return +mp.sqrt(x)
 
 
-def test_frobenius_optimum_to_a_few_ulp_from_n_1_1():
-    """The docstring: a few ulp for n >= 1.1, here 4 ulp (a bracket upper bound below the root, or
-    brentq's default xtol of 2e-12, gives an error or a 1e-13 miss at n = 1.1 and n = 10)."""
-    for n in (1.1, 1.5, 10.0, 1e4):
+@pytest.mark.parametrize(
+    "n",
+    [1.0 + EPS, 1.0 + 3 * EPS, 1.0 + 1e-12, 1.0 + 1e-7, 1.0001, 1.001, 1.01, 1.1, 1.5, 10.0, 1e4, 2.2e307, 1e307, 1e308, 1.7e308],
+)
+def test_frobenius_optimum_to_a_few_ulp_from_one_plus_eps_to_the_largest_float(n):
+    """The docstring: a few ulp (here 4) against the 80-digit root for every n > 1, silently.
+    Near n = 1 the condition and the bracket are free of cancellation: before they were rewritten,
+    n = 1 + eps raised SciPy's 'f(a) and f(b) must have different signs' (the bracket's upper end
+    rounded to log 1 = 0) and the error grew like eps / (n - 1) (4e-11 at n = 1.001). A bracket upper
+    bound below the root, or brentq's default xtol of 2e-12, gives an error or a 1e-13 miss at n = 1.1
+    and n = 10. At the top, 8 n overflows above 2.2e307: the bracket is formed without it (no RuntimeWarning)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         got = alpha_star_frobenius_normal(n)
-        assert abs(mp.mpf(got) / _frobenius_root(n) - 1) <= 4 * EPS, n
-
-
-def test_frobenius_optimum_near_one_to_a_few_ulp():
-    """Down to n = 1 + eps (accepted by the input check) the condition and the bracket are
-    free of cancellation: within 4 ulp of mpmath. Before they were rewritten, n = 1 + eps
-    raised SciPy's 'f(a) and f(b) must have different signs' (the bracket's upper end
-    rounded to log 1 = 0) and the error grew like eps / (n - 1) (4e-11 at n = 1.001)."""
-    for n in (1.0 + EPS, 1.0 + 3 * EPS, 1.0 + 1e-12, 1.0 + 1e-7, 1.0001, 1.001, 1.01):
-        got = alpha_star_frobenius_normal(n)
-        assert abs(mp.mpf(got) / _frobenius_root(n) - 1) <= 4 * EPS, n
-
-
-def test_frobenius_optimum_at_the_top_of_the_float_range_without_overflow():
-    """n up to the largest float: the bracket is formed without overflow (no RuntimeWarning, as the
-    code's 'no overflow of 8 n' intends) and the answer is still within 4 ulp."""
-    for n in (1e307, 1.7e308):
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            got = alpha_star_frobenius_normal(n)
-        assert abs(mp.mpf(got) / _frobenius_root(n) - 1) <= 4 * EPS, n
+    assert abs(mp.mpf(got) / _frobenius_root(n) - 1) <= 4 * EPS
 
 
 def _n_where_d3_optimum_is(factor: float) -> float:
@@ -402,36 +324,6 @@ def test_vectorised_grid_shape():
     assert grid.shape == (10, 5) and np.all(np.diff(grid, axis=0) > 0) and np.all(np.diff(grid, axis=1) > 0)
 
 
-@pytest.mark.parametrize(
-    "call, exc, words",
-    [
-        (lambda: alpha_star_cosine(10.0, 1.5), ValueError, "d must be >= 2"),
-        (lambda: alpha_star_cosine(1.0, 16), ValueError, "n must be > 1"),
-        (lambda: alpha_star_cosine(np.nan, 16), ValueError, "n must be finite"),
-        (lambda: alpha_star_cosine(10.0, np.inf), ValueError, "d must be finite"),
-        (lambda: alpha_star_cosine(10.0, 16, iterations=0), ValueError, "iterations must be an integer >= 1"),
-        (lambda: log_besseli(-1.0, 2.0), ValueError, "nu must be >= 0"),
-        (lambda: log_besseli(1.0, 0.0), ValueError, "x must be > 0"),
-        (lambda: bessel_ratio(1.0, np.nan), ValueError, "x must be finite"),
-        (lambda: log_mgf_cosine(-1.0, 16), ValueError, "alpha must be > 0"),
-        (lambda: cosine_logpdf(1.0, 16), ValueError, "s must lie in (-1, 1)"),
-        (lambda: sample_cosines("rng", 3, 16), TypeError, "rng must be a numpy Generator"),
-        (lambda: sample_cosines(np.random.default_rng(0), 3, 1), ValueError, "d must be >= 2"),
-    ],
-)
-def test_cosine_routes_refuse_bad_input(call, exc, words):
-    with pytest.raises(exc) as info:
-        call()
-    assert words in str(info.value)
-
-
-def test_sweep():
-    s = su_sweep()
-    assert s.size == 500 and s[0] == 40 and s[-1] == 20000 and np.all(np.diff(s) == 40)
-    s[0] = -1
-    assert su_sweep()[0] == 40  # a fresh array each call
-
-
 def test_fit_against_lstsq_and_the_notes():
     n = su_sweep()
     y = alpha_star_normal(n)
@@ -452,13 +344,6 @@ def test_fit_columns_at_once():
     assert misfit.shape == (30, 3)
     exact, zero = fit_through_origin([2.0, 4.0, 6.0], [1.0, 2.0, 3.0])
     assert exact == 2.0 and np.all(zero == 0)
-
-
-@pytest.mark.parametrize("values, basis, match", [([1.0, 0.0], [1.0, 2.0], "values"), ([1.0, 2.0], [0.0, 0.0], "basis"),
-                                                  ([1.0, 2.0], [1.0, 2.0, 3.0], "basis"), ([np.nan, 1.0], [1.0, 1.0], "values")])
-def test_fit_rejects(values, basis, match):
-    with pytest.raises(ValueError, match=match):
-        fit_through_origin(values, basis)
 
 
 def test_lambertw_reference_route():
@@ -484,14 +369,12 @@ def _frobenius_mp(n):
         return mp.sqrt(mp.findroot(lambda x: mp.diff(g, x), (x0 * (1 - mp.mpf("1e-6")), x0 * (1 + mp.mpf("1e-6"))), solver="anderson"))
 
 
-@pytest.mark.parametrize("n", [1.5, 2, 16, 1024, 1e9, 1e100])
+@pytest.mark.parametrize("n", [1.5, 2, 16, 1024, 1e9, 1e100, 2.2e307, 1e308, 1.7e308])
 def test_frobenius_optimum_against_mpmath(n):
     assert alpha_star_frobenius_normal(n) == pytest.approx(float(_frobenius_mp(n)), rel=1e-13)
 
 
 def test_frobenius_optimum_against_a_bounded_search_and_the_l1_optimum():
-    from attnscale.optimum import alpha_star_normal
-
     for n in (16, 64, 256, 1024):
         def neg(a, n=n):
             return -a * np.sqrt(max(np.exp(a * a) / n - 2 * np.exp(3 * a * a) / n**2 + np.exp(2 * a * a) / n**2, 0.0))
@@ -501,10 +384,3 @@ def test_frobenius_optimum_against_a_bounded_search_and_the_l1_optimum():
     n = np.array([4.0, 64.0, 1e6])
     assert np.all(alpha_star_frobenius_normal(n) < alpha_star_normal(n))
     assert alpha_star_frobenius_normal(n).shape == (3,)
-
-
-def test_frobenius_optimum_at_the_top_of_the_float_range():
-    # 8 n overflows above 2.2e307; the bracket must not
-    for n in (2.2e307, 1e308, 1.7e308):
-        a = alpha_star_frobenius_normal(n)
-        assert np.isfinite(a) and a == pytest.approx(float(_frobenius_mp(n)), rel=1e-13)

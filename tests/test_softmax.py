@@ -60,13 +60,6 @@ def test_extreme_logits_do_not_overflow():
     np.testing.assert_allclose(softmax([5.0, 5.0], alpha=1e300), [0.5, 0.5])
 
 
-def test_float32_style_overflow_is_what_the_shift_avoids():
-    with np.errstate(over="ignore", invalid="ignore"):
-        naive = np.exp(np.float32(89.0)) / np.exp(np.float32(89.0))
-    assert not np.isfinite(naive)
-    assert np.isclose(softmax([89.0, 89.0])[0], 0.5)
-
-
 def test_masks_and_batches_and_axes():
     s = np.array([[1.0, -np.inf, 2.0], [0.0, 0.0, -np.inf]])
     p = softmax(s)
@@ -166,41 +159,9 @@ def test_softmax_is_shift_invariant(s, c):
     np.testing.assert_allclose(softmax(s), softmax(s + c), rtol=1e-9, atol=1e-300)
 
 
-@pytest.mark.parametrize(
-    "call, exc, words",
-    [
-        (lambda: softmax([1.0, np.nan]), ValueError, "s must not contain NaN"),
-        (lambda: softmax([1.0, np.inf]), ValueError, "+inf"),
-        (lambda: softmax([-np.inf, -np.inf]), ValueError, "fully masked"),
-        (lambda: softmax(3.0), ValueError, "s must have at least one axis"),
-        (lambda: softmax([]), ValueError, "at least one entry"),
-        (lambda: softmax(["a", "b"]), TypeError, "s must hold real numbers"),
-        (lambda: softmax("ab"), TypeError, "s must be a real number"),
-        (lambda: softmax([1.0, 2.0], alpha=0.0), ValueError, "alpha must be > 0, got 0.0"),
-        (lambda: softmax([1.0, 2.0], alpha=-1.0), ValueError, "alpha must be > 0, got -1.0"),
-        (lambda: softmax([1.0, 2.0], alpha=np.nan), ValueError, "alpha must be finite"),
-        (lambda: softmax([1.0, 2.0], alpha=np.inf), ValueError, "alpha must be finite"),
-        (lambda: softmax([[1.0, 2.0]], alpha=[1.0, 2.0]), ValueError, "alpha of shape (2,) must broadcast"),
-        (lambda: softmax([1.0, 2.0], axis=2), ValueError, "axis must be in [-1, 0]"),
-        (lambda: softmax([1.0, 2.0], axis=0.5), TypeError, "axis must be an integer"),
-        (lambda: logsumexp([np.nan]), ValueError, "NaN"),
-        (lambda: log_softmax([1.0], alpha=-2), ValueError, "alpha must be > 0"),
-        (lambda: softmax_jacobian([0.5, 0.6]), ValueError, "p must sum to 1"),
-        (lambda: softmax_jacobian([1.5, -0.5]), ValueError, "p must be >= 0, got -0.5"),
-        (lambda: softmax_jacobian([0.5, np.nan]), ValueError, "p must be finite"),
-        (lambda: softmax_jacobian(0.5), ValueError, "p must have at least one axis"),
-        (lambda: softmax_jacobian([0.5, 0.5], alpha=0), ValueError, "alpha must be > 0"),
-        (lambda: softmax_jacobian([[0.5, 0.5]], alpha=[1.0, 2.0, 3.0]), ValueError, "does not broadcast"),
-        (lambda: gradient_l1([0.2, 0.2]), ValueError, "p must sum to 1"),
-        (lambda: gradient_l1([0.5, 0.5], alpha=np.inf), ValueError, "alpha must be finite"),
-        (lambda: jacobian_half_l1(np.ones((2, 3))), ValueError, "J must be square"),
-        (lambda: jacobian_half_l1([[np.nan]]), ValueError, "J must be finite"),
-    ],
-)
-def test_bad_input_is_rejected_with_the_argument_named(call, exc, words):
-    with pytest.raises(exc) as info:
-        call()
-    assert words in str(info.value)
+def test_a_scale_per_row_that_does_not_fit_the_batch_is_refused_naming_alpha():
+    with pytest.raises(ValueError, match=named("alpha")):
+        softmax_jacobian([[0.5, 0.5]], alpha=[1.0, 2.0, 3.0])
 
 
 def test_saturated_rows_keep_relative_accuracy():
@@ -215,8 +176,6 @@ def test_saturated_rows_keep_relative_accuracy():
 
 
 def test_power_weights_is_normalised_relu_power_and_a_softmax_of_log_scores():
-    from attnscale.softmax import power_weights
-
     rng = np.random.default_rng(9)
     x = rng.standard_normal((50, 16))
     x[:, 0] = np.abs(x[:, 0]) + 0.1  # every row has a positive score
@@ -252,17 +211,20 @@ def test_spectral_norm_of_a_one_hot_row_is_exactly_zero():
     np.testing.assert_array_equal(jacobian_spectral_norm(rows), [0.0, 0.0, 0.5])
     assert jacobian_spectral_norm([1.0, 0.0, 0.0]) == 0.0 == jacobian_frobenius([1.0, 0.0, 0.0])
     assert jacobian_spectral_norm([1.0]) == 0.0
+    # n = 1 in a batch with one scale per row: J = alpha (p - p^2) = 0 in every row
+    np.testing.assert_array_equal(jacobian_spectral_norm(np.ones((3, 1)), np.array([1.0, 2.0, 3.0])), [0.0, 0.0, 0.0])
 
 
 def test_power_weights_neither_overflow_nor_underflow_in_the_scale():
     """relu(scale s)^2 normalised, for scores whose product with the scale leaves the float range:
-    (1e308, 5e307) at scale 10 and (1e-200, 2e-200) at scale 1e-200 give 4:1 and 1:4. The weights
+    (1e308, 5e307) at scale 1 (the default) and 10, and (1e-200, 2e-200) at scale 1e-200 give 4:1 and 1:4. The weights
     go through m log(scale s_i), whose rounding (an ulp of about 700 here) moves them by up to
     m 700 eps = 3e-13 relative (measured 9.4e-14)."""
-    np.testing.assert_allclose(power_weights([1e308, 5e307], scale=10.0), [0.8, 0.2], rtol=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_allclose(power_weights([1e308, 5e307]), [0.8, 0.2], rtol=1e-12)
+        np.testing.assert_allclose(power_weights([1e308, 5e307], scale=10.0), [0.8, 0.2], rtol=1e-12)
     np.testing.assert_allclose(power_weights([1e-200, 2e-200], scale=1e-200), [0.2, 0.8], rtol=1e-12)
-    with pytest.raises(ValueError, match=named('scale')):
-        power_weights([1.0, 2.0], scale=[1.0, 2.0, 3.0])
     # a scale with more axes than s would normalise along the wrong axis: refused, also when it would broadcast
     with pytest.raises(ValueError, match=named('scale')):
         power_weights([1.0, 2.0, 3.0], 2, [[1.0], [2.0]])
@@ -302,15 +264,6 @@ def test_logsumexp_beyond_float64_is_a_silent_inf():
         assert logsumexp([1e300, 0.0], alpha=1e10) == np.inf
 
 
-def test_a_single_fully_masked_row_in_a_batch_is_rejected():
-    s = np.array([[0.0, 1.0], [-np.inf, -np.inf]])
-    for f in (softmax, logsumexp, log_softmax):
-        with pytest.raises(ValueError, match="fully masked"):
-            f(s)
-        with pytest.raises(ValueError, match="fully masked"):
-            f(s.T, axis=0)
-
-
 def test_softmax_vjp_is_the_dense_jacobian_times_g():
     p = softmax(RNG.normal(size=(4, 5)))
     g = RNG.normal(size=(4, 5))
@@ -326,20 +279,17 @@ def test_softmax_vjp_is_the_dense_jacobian_times_g():
     np.testing.assert_allclose(softmax_vjp(softmax(s), gv), fd, rtol=1e-8, atol=1e-10)
 
 
-def test_softmax_vjp_names_its_arguments():
-    with pytest.raises(ValueError, match=named('p')):
-        softmax_vjp([0.5, 0.6], [1.0, 1.0])
-    with pytest.raises(ValueError, match=named('g')):
-        softmax_vjp([0.5, 0.5], [1.0, np.nan])
-
-
-def test_jacobian_frobenius_on_a_batch_with_one_scale_per_row():
-    p = softmax(RNG.normal(size=(3, 4)) * 2)
-    alphas = np.array([0.5, 2.0, 3.0])
-    ref = [np.linalg.norm(dense_jacobian(p[i], alphas[i]), "fro") for i in range(3)]
-    np.testing.assert_allclose(jacobian_frobenius(p, alphas), ref, rtol=1e-13)
-    with pytest.raises(ValueError, match=named('p')):
-        jacobian_frobenius([1.5, -0.5])
+@pytest.mark.parametrize("measure, of_dense", [(jacobian_frobenius, np.linalg.norm), (jacobian_max_entry, lambda J: np.abs(J).max())], ids=["frobenius", "max-entry"])
+def test_jacobian_norms_with_one_scale_per_row_one_for_all_and_the_default(measure, of_dense):
+    p = softmax(RNG.normal(size=(3, 5)) * 2)
+    for alpha in (np.array([0.5, 2.0, 7.0]), 2.0):
+        got = measure(p, alpha)
+        assert got.shape == (3,)
+        np.testing.assert_allclose(got, [of_dense(dense_jacobian(row, a)) for row, a in zip(p, np.broadcast_to(alpha, 3))], rtol=1e-13)
+    # the default scale is 1; one vector in, one value out (no batch axis appears)
+    got = measure(p[0])
+    assert np.ndim(got) == 0
+    np.testing.assert_allclose(got, of_dense(dense_jacobian(p[0], 1.0)), rtol=1e-13)
 
 
 def test_batch_rows_at_very_different_offsets_are_shifted_row_by_row():
@@ -351,51 +301,13 @@ def test_batch_rows_at_very_different_offsets_are_shifted_row_by_row():
     np.testing.assert_allclose(softmax_entropy(s), [softmax_entropy(s[0])] * 2, rtol=1e-13)
 
 
-def _dense_jacobian(p, alpha=1.0):
-    p = np.asarray(p, dtype=float)
-    return alpha * (np.diag(p) - np.outer(p, p))
-
-
-def test_jacobian_norms_default_scale_is_one():
-    p = softmax(np.array([0.3, -1.2, 2.0, 0.7]))
-    J = _dense_jacobian(p)
-    np.testing.assert_allclose(jacobian_frobenius(p), np.linalg.norm(J), rtol=1e-13)
-    np.testing.assert_allclose(jacobian_max_entry(p), np.abs(J).max(), rtol=1e-13)
-    # one vector in, one value out (no batch axis appears)
-    assert np.ndim(jacobian_max_entry(p)) == 0 and np.ndim(jacobian_frobenius(p)) == 0
-
-
-def test_jacobian_max_entry_on_a_batch_with_one_scale_per_row():
-    p = softmax(np.random.default_rng(3).normal(size=(3, 5)))
-    alpha = np.array([0.5, 2.0, 7.0])
-    got = jacobian_max_entry(p, alpha)
-    assert got.shape == (3,)
-    np.testing.assert_allclose(got, [np.abs(_dense_jacobian(row, a)).max() for row, a in zip(p, alpha)], rtol=1e-13)
-    got = jacobian_max_entry(p, 2.0)
-    assert got.shape == (3,)
-    np.testing.assert_allclose(got, [np.abs(_dense_jacobian(row, 2.0)).max() for row in p], rtol=1e-13)
-
-
-def test_jacobian_spectral_norm_of_single_key_rows_is_zero_per_row():
-    # n = 1: p = [1], J = alpha (p - p^2) = 0
-    got = jacobian_spectral_norm(np.ones((3, 1)), np.array([1.0, 2.0, 3.0]))
-    assert got.shape == (3,)
-    np.testing.assert_allclose(got, 0.0, atol=1e-15)
-
-
 def test_jacobian_spectral_norm_at_a_tie_is_silent():
     # p = (1/2, 1/2): the bracket [p_(2), p_(1)] is a point, p - mu = 0 there; J has eigenvalues 0 and 1/2
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         got = jacobian_spectral_norm(np.array([[0.5, 0.5], [0.25, 0.75]]))
-    ref = [np.linalg.eigvalsh(_dense_jacobian(row)).max() for row in ([0.5, 0.5], [0.25, 0.75])]
+    ref = [np.linalg.eigvalsh(dense_jacobian(row, 1.0)).max() for row in ([0.5, 0.5], [0.25, 0.75])]
     np.testing.assert_allclose(got, ref, rtol=1e-14)
-
-
-def test_jacobian_spectral_norm_error_names_p():
-    with pytest.raises(ValueError) as info:
-        jacobian_spectral_norm([0.5, 0.6])
-    assert str(info.value).startswith("p must sum to 1")
 
 
 @pytest.mark.parametrize(
@@ -413,20 +325,7 @@ def test_softmax_refuses_bad_scores_naming_s_and_saying_what_is_wrong(s, axis, s
     assert shown in str(info.value)
 
 
-def test_power_weights_messages_defaults_axis_and_extreme_scales():
-    from attnscale.softmax import power_weights
-
-    for call, kind, message in (
-        (lambda: power_weights([np.nan, 1.0]), ValueError, "s must be finite"),
-        (lambda: power_weights(3.0), ValueError, "s must have at least one axis"),
-        (lambda: power_weights([1.0, 2.0], m="x"), TypeError, "m must be a real number"),
-        (lambda: power_weights([1.0, 2.0], m=0.0), ValueError, "m must be > 0"),
-        (lambda: power_weights([1.0, 2.0], scale=0.0), ValueError, "scale must be > 0"),
-        (lambda: power_weights([-1.0, -2.0]), ValueError, "s must have a positive score in every row (relu^m"),
-    ):
-        with pytest.raises(kind) as info:
-            call()
-        assert str(info.value).startswith(message), str(info.value)
+def test_power_weights_defaults_axis_and_extreme_scales():
     # the default power is 2: relu(s)^2 / sum relu(s)^2
     np.testing.assert_allclose(power_weights([1.0, 2.0, -1.0]), [0.2, 0.8, 0.0], rtol=1e-15)
     # along axis 0 each column is one distribution
@@ -438,16 +337,6 @@ def test_power_weights_messages_defaults_axis_and_extreme_scales():
 
 
 EPS = np.finfo(float).eps
-
-
-def test_power_weights_default_scale_keeps_scores_near_the_float64_limit():
-    """The default scale is 1, so finite scores up to 1e308 give weights without overflow:
-    relu(s)^2 / sum relu(s)^2 = (4, 1) / 5 for s = (1e308, 5e307). The logarithms
-    are near 709, where an ulp is 1.1e-13; a few of them, doubled by m = 2, bound the error."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        got = power_weights([1e308, 5e307])
-    np.testing.assert_allclose(got, [0.8, 0.2], rtol=1e-12)
 
 
 def _mp_spectral_norm(p):
@@ -489,13 +378,6 @@ def test_jacobian_spectral_norm_with_many_iterations_is_silent_and_exact():
     assert got[1] == pytest.approx(0.375, rel=4 * EPS)
 
 
-prob_vectors = (
-    arrays(np.float64, st.integers(1, 12), elements=st.floats(0.0, 1e3))
-    .filter(lambda w: w.sum() > 0)
-    .map(lambda w: w / w.sum())
-)
-
-
 @settings(max_examples=200, deadline=None)
 @given(prob_vectors, st.floats(1e-2, 1e2))
 def test_measures_match_the_dense_matrix(p, alpha):
@@ -510,20 +392,19 @@ def test_spectral_norm_batched_and_ties():
     p = softmax(rng.normal(size=(5, 7, 30)) * 2)
     ref = np.linalg.eigvalsh(softmax_jacobian(p, 1.5))[..., -1]
     np.testing.assert_allclose(jacobian_spectral_norm(p, 1.5), ref, rtol=1e-12)
-    np.testing.assert_allclose(jacobian_spectral_norm([0.5, 0.5], 1.0), 0.5, rtol=1e-15)
     np.testing.assert_allclose(jacobian_spectral_norm([0.4, 0.4, 0.2], 1.0), np.linalg.eigvalsh(softmax_jacobian([0.4, 0.4, 0.2]))[-1], rtol=1e-12)
-    assert jacobian_spectral_norm([1.0, 0.0, 0.0]) == pytest.approx(0.0, abs=1e-15)
-    assert jacobian_spectral_norm([1.0]) == pytest.approx(0.0, abs=1e-15)
 
 
-def test_spectral_norm_in_saturated_rows():
-    p = softmax(np.array([[30.0, 5.0, 4.0, 0.0], [10.0, -10.0, -12.0, -30.0]]))
-    ref = np.linalg.eigvalsh(softmax_jacobian(p))[..., -1]
-    np.testing.assert_allclose(jacobian_spectral_norm(p), ref, rtol=1e-9)
-
-
-def test_spectral_norm_relative_accuracy_when_it_is_tiny():
-    # p_(2) ~ 1e-17 next to p_(1) ~ 1: the root is ~2 p_(2); LAPACK on the accurate dense J is the reference
-    p = softmax(np.array([40.0, 0.0, -6.0, -9.0]))
-    np.testing.assert_allclose(jacobian_spectral_norm(p), np.linalg.eigvalsh(softmax_jacobian(p))[-1], rtol=1e-12)
-    assert jacobian_spectral_norm(p) <= jacobian_frobenius(p)
+@pytest.mark.parametrize(
+    "logits, rtol",
+    [
+        ([[30.0, 5.0, 4.0, 0.0], [10.0, -10.0, -12.0, -30.0]], 1e-9),
+        # p_(2) ~ 1e-17 next to p_(1) ~ 1: the root is ~2 p_(2); LAPACK on the accurate dense J is the reference
+        ([40.0, 0.0, -6.0, -9.0], 1e-12),
+    ],
+    ids=["saturated", "tiny"],
+)
+def test_spectral_norm_keeps_its_relative_accuracy_in_saturated_rows(logits, rtol):
+    p = softmax(np.array(logits))
+    np.testing.assert_allclose(jacobian_spectral_norm(p), np.linalg.eigvalsh(softmax_jacobian(p))[..., -1], rtol=rtol)
+    assert np.all(jacobian_spectral_norm(p) <= jacobian_frobenius(p))

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from attnscale.special import bessel_ratio, bessel_ratio_complement, log_besseli, log_besseli_scaled
-from expect import named
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -39,18 +38,8 @@ def test_bessel_functions_keep_the_broadcast_shape_and_return_floats_for_scalars
 
 
 def test_bessel_order_errors_name_nu_and_show_the_negative_order():
-    with pytest.raises(ValueError, match=named('nu')):
-        log_besseli(np.nan, 1.0)
-    with pytest.raises(ValueError, match=r"got -1\.5$"):
+    with pytest.raises(ValueError, match=r"^nu must .*got -1\.5$"):
         log_besseli([0.0, 0.5, -1.5], 1.0)
-
-
-def test_hankel_region_against_mpmath():
-    # x > max(2000, 50 (nu + 1)^2): the large-argument expansion
-    for nu, x in [(0.0, 2500.0), (1.5, 3000.0), (5.0, 1e4)]:
-        I0, I1 = mp.besseli(nu, x), mp.besseli(nu + 1, x)
-        assert log_besseli_scaled(nu, x) == pytest.approx(float(mp.log(I0) - x), rel=1e-14)
-        assert bessel_ratio_complement(nu, x) == pytest.approx(float(1 - I1 / I0), rel=1e-13)
 
 
 def test_log_besseli_at_arguments_whose_square_underflows_is_silent():
@@ -107,9 +96,12 @@ def test_bessel_ratio_is_accurate_throughout_the_series_region_including_its_edg
 HANKEL_LOW_END = [(0.0, 2000.3), (0.5, 2000.3), (1.0, 2000.3), (63.0, 50.3 * 64.0**2), (99.0, 503000.0), (150.0, 50.3 * 151.0**2)]
 
 
-@pytest.mark.parametrize("nu, x", HANKEL_LOW_END)
-def test_bessel_ratio_complement_is_accurate_at_the_low_end_of_the_hankel_region(nu, x):
-    """Just above x = max(2000, 50 (nu + 1)^2) Hankel's expansion gives 1 - I_{nu+1}/I_nu to 1e-14."""
+HANKEL_INSIDE = [(0.0, 2500.0), (1.5, 3000.0), (5.0, 1e4)]
+
+
+@pytest.mark.parametrize("nu, x", HANKEL_LOW_END + HANKEL_INSIDE)
+def test_bessel_ratio_complement_is_accurate_in_the_hankel_region_down_to_its_low_end(nu, x):
+    """Above x = max(2000, 50 (nu + 1)^2), also just above it, Hankel's expansion gives 1 - I_{nu+1}/I_nu to 1e-14."""
     # regions 18 (2001), 20 (51 (nu+1)^2) and 23 (50 (nu+2)^2) move some of these points to ive or
     # Debye, whose complement -expm1(log ive(nu+1) - log ive(nu)) is off by 1.7e-13 to 2e-12 here
     assert x > max(2000.0, 50.0 * (nu + 1.0) ** 2)

@@ -14,28 +14,12 @@ from attnscale import _validate as v
 from expect import named
 
 
-def test_validators_reject_bools_and_name_the_type():
+def test_validators_reject_bools_and_pass_valid_values_through():
     with pytest.raises(TypeError, match=named('x')):
         v.real_number(True, "x")
     assert v.real_number(2, "x") == 2.0
-    with pytest.raises(TypeError, match=named('rng')):
-        v.generator(5)
     g = np.random.default_rng(0)
     assert v.generator(g) is g
-
-
-def test_mapping_names_the_type():
-    with pytest.raises(TypeError, match=named('cfg')):
-        v.mapping(5, "cfg")
-
-
-def test_probability_errors_name_p_by_default_and_show_the_first_negative_entry():
-    """The default name is p; the message shows the first negative entry, not a zero or a
-    small positive one before it."""
-    with pytest.raises(ValueError, match=named('p')):
-        v.probabilities([0.0, -0.5, 1.5])
-    with pytest.raises(ValueError, match=named('p')):
-        v.probabilities([0.5, -0.25, 0.75])
 
 
 def test_probability_sums_are_allowed_atol_times_the_row_length_and_no_more():
@@ -61,21 +45,10 @@ def test_integer_at_least():
     assert v.integer_at_least(5, "n", 2) == 5
     assert v.integer_at_least(np.int64(3), "n", 2) == 3
     assert v.integer_at_least(4.0, "n", 2) == 4
-    with pytest.raises(ValueError, match="n must be an integer >= 2, got 1"):
-        v.integer_at_least(1, "n", 2)
     with pytest.raises(TypeError, match="n must be an integer"):
         v.integer_at_least(2.5, "n", 2)
     with pytest.raises(TypeError, match="n must be an integer"):
         v.integer_at_least(True, "n", 0)
-
-
-def test_probabilities_and_positive():
-    with pytest.raises(ValueError, match="q must sum to 1"):
-        v.probabilities([0.3, 0.3], "q")
-    with pytest.raises(ValueError, match="x must be > 0, got -1.0"):
-        v.positive([1.0, -1.0], "x")
-    with pytest.raises(TypeError, match="complex"):
-        v.finite([1j], "z")
 
 
 TEMPLATES = [
@@ -85,11 +58,12 @@ TEMPLATES = [
     (lambda: v.as_float_array(np.array([object()]), "x"), TypeError, "x", "dtype object"),
     (lambda: v.as_float_array([1j], "x"), TypeError, "x", "complex"),
     (lambda: v.finite([1.0, np.nan], "x"), ValueError, "x", "nan in array of shape (2,)"),
-    (lambda: v.positive([2.0, -1.0], "x"), ValueError, "x", "-1.0"),
+    (lambda: v.positive([2.0, -1.0], "x"), ValueError, "x", "got -1.0"),
     (lambda: v.at_least_1d(np.float64(3.0), "s"), ValueError, "s", "3.0"),
     (lambda: v.at_least_1d(np.zeros((2, 0)), "s"), ValueError, "s", "(2, 0)"),
     (lambda: v.probabilities([0.0, -0.5, 1.5]), ValueError, "p", "-0.5"),
     (lambda: v.probabilities([0.5, 0.8125], name="q"), ValueError, "q", "1.3125"),
+    (lambda: v.probabilities([0.3, 0.3], name="q"), ValueError, "q", "0.6"),  # a sum below 1 too
     (lambda: v.lengths([4.0, 1.0]), ValueError, "n", "1.0"),
     (lambda: v.integer_at_least("3", "k", 1), TypeError, "k", "'3'"),
     (lambda: v.integer_at_least(0, "k", 1), ValueError, "k", ">= 1, got 0"),
@@ -101,7 +75,7 @@ TEMPLATES = [
     (lambda: v.mapping([], "cfg"), TypeError, "cfg", "list"),
     (lambda: v.mapping({"a": 1}, "cfg", ("a", "b")), ValueError, "cfg", "'b'"),
     (lambda: v.axis_index(1.5, 2), TypeError, "axis", "1.5"),
-    (lambda: v.axis_index(3, 2), ValueError, "axis", "[-2, 1]"),
+    (lambda: v.axis_index(2, 2), ValueError, "axis", "[-2, 1]"),  # axis == ndim: out of range, not wrapped to 0
 ]
 
 
