@@ -45,6 +45,7 @@ def test_integer_at_least():
     assert v.integer_at_least(5, "n", 2) == 5
     assert v.integer_at_least(np.int64(3), "n", 2) == 3
     assert v.integer_at_least(4.0, "n", 2) == 4
+    assert v.integer_at_least(2, "n", 2) == 2  # the minimum itself is accepted
     with pytest.raises(TypeError, match="n must be an integer"):
         v.integer_at_least(2.5, "n", 2)
     with pytest.raises(TypeError, match="n must be an integer"):
