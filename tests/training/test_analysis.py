@@ -4,15 +4,13 @@ differences, and the grid-edge and pairing rules, on hand-built cells.
 
 from __future__ import annotations
 
-import json
 import math
-import re
 
 import numpy as np
 import pytest
 
 from attnscale import training as tr
-from attnscale.training import DATA, SWEEP, analysis as an, compare_arms, load_sweep
+from attnscale.training import DATA, analysis as an, compare_arms, load_sweep
 from expect import named
 
 
@@ -75,10 +73,7 @@ def _refusal(kind, cells=None, **kwargs):
     return str(err.value)
 
 
-def test_compare_arms_refusals_name_the_argument():
-    assert _refusal(TypeError, cells=[1]) == "cells must be a dict keyed by (optimizer, kind, n, d), got list"
-    assert _refusal(TypeError, arm=None) == "arm must be a string, got None"
-    assert _refusal(TypeError, reference=2.5) == "reference must be a string, got 2.5"
+def test_compare_arms_shows_the_scales_of_the_cells_when_refusing_an_arm():
     their = "; their scales are ['8', '2.5', '1']"
     assert _refusal(ValueError, arm="3") == "arm '3' is not a scale of the cells" + their
     assert _refusal(ValueError, reference="3") == "reference '3' is not a scale of the cells" + their
@@ -97,52 +92,16 @@ def test_compare_arms_refuses_a_cell_that_is_not_a_dict():
     assert _refusal(TypeError, cells=cells) == "cells entry must be a dict, got list"
 
 
-def test_the_gradient_check_refuses_a_bad_step_or_seed_by_name():
-    with pytest.raises(ValueError, match=re.escape("h must be > 0, got 0.0")):
-        tr.finite_difference_error("dot", h=0.0)
-    with pytest.raises(ValueError, match=re.escape("seed must be an integer >= 0, got -1")):
-        tr.finite_difference_error("dot", seed=-1)
-    with pytest.raises(TypeError, match=re.escape("seed must be an integer >= 0, got 'a'")):
-        tr.finite_difference_error("dot", seed="a")
-
-
-def _documented_gradient_check(kind: str, seed: int) -> tuple[float, int]:
-    """The gradient check as its docstring and the chapter describe it, written out: from
-    np.random.default_rng(seed), in order, W_q and W_k with entries N(0, 1/6), one draw per seed
-    shared by the 3 models, 0.1 x a standard normal added to every weight (W_q's, then W_k's),
-    and a batch of 4 examples of 5 keys; scales 0.7, 1.7 and 3; central differences of step
-    1e-6, each error relative to max(1, |quotient|)."""
-    rng = np.random.default_rng(seed)
-    draw = rng.normal(0.0, 1 / math.sqrt(6), (2, 2, 1, 6, 6))  # (W_q, W_k), seeds, one draw shared by the 3 models
-    params = {key: np.repeat(draw[i], 3, axis=1) for i, key in enumerate(("Wq", "Wk"))}
-    params = {key: w + 0.1 * rng.standard_normal(w.shape) for key, w in params.items()}
-    batch = tr.sample_batch(rng, 2, 4, 5, 6)
-    scales, h = np.array([0.7, 1.7, 3.0]), 1e-6
-    _, grads, _ = tr.loss_and_grads(params, batch, scales, kind)
-    errors = []
-    for key in params:
-        for idx in np.ndindex(params[key].shape):
-            shifted = []
-            for sign in (1, -1):
-                moved = {k: w.copy() for k, w in params.items()}
-                moved[key][idx] += sign * h
-                shifted.append(tr.loss_and_grads(moved, batch, scales, kind)[0][idx[:2]])
-            fd = (shifted[0] - shifted[1]) / (2 * h)
-            errors.append(abs(fd - grads[key][idx]) / max(1.0, abs(fd)))
-    return max(errors), len(errors)
-
-
-@pytest.mark.parametrize(("kind", "seed"), [("dot", None), ("dot", 0), ("dot", 5), ("cosine", 2)])
-def test_the_gradient_check_is_the_documented_one_drawn_from_its_seed(kind, seed):
-    """The check's answer is that of the documented model drawn from the seed (default 1),
-    written out: every partial derivative of both matrices of the six models (432), and the
-    same worst error. The worst error is rounding noise, so a model drawn in another order,
-    of other sizes or at other scales would give another number."""
-    worst, count = tr.finite_difference_error(kind, **({} if seed is None else {"seed": seed}))
-    want, partials = _documented_gradient_check(kind, 1 if seed is None else seed)
-    assert count == partials == 2 * 2 * 3 * 6 * 6
-    assert math.isclose(worst, want, rel_tol=1e-12), (worst, want)
-    assert worst != _documented_gradient_check(kind, 7 if seed is None else seed + 1)[0]  # another seed: another model
+@pytest.mark.parametrize("kind", tr.KINDS)
+def test_the_gradient_check_passes_the_backward_pass_on_every_partial_of_a_model_drawn_from_its_seed(kind):
+    """Every partial derivative of both matrices of the six models (2 seeds x 3 scales, d = 6:
+    432) agrees with its central difference to rounding noise; that noise is the model's own,
+    so another seed (the default is 1) draws another model and gives another worst error."""
+    worst, count = tr.finite_difference_error(kind)
+    assert count == 2 * 2 * 3 * 6 * 6
+    assert worst < 1e-8
+    assert worst == tr.finite_difference_error(kind, seed=1)[0]
+    assert worst != tr.finite_difference_error(kind, seed=2)[0]
 
 
 def test_the_gradient_check_reports_an_error_relative_to_a_quotient_above_one(monkeypatch):
@@ -161,13 +120,9 @@ def test_the_gradient_check_reports_an_error_relative_to_a_quotient_above_one(mo
     assert math.isclose(worst, 0.01, rel_tol=1e-4)
 
 
-def test_compare_arms_names_the_first_cell_it_lacks():
-    assert (SWEEP["ns"], SWEEP["ds"]) == ([16, 64, 256], [32, 64])  # the order the messages below follow
-    with pytest.raises(ValueError, match=named('cells')):
-        compare_arms({}, "adam", "dot", "2.5", "1")
-    # only the last cell missing: it is named (a single missing cell is the usual case)
+def test_compare_arms_names_the_cell_it_lacks():
     cells = {("sgd", "cosine", n, d): {} for n in (16, 64, 256) for d in (32, 64) if (n, d) != (256, 64)}
-    with pytest.raises(ValueError, match=named('cells')):
+    with pytest.raises(ValueError, match=named("cells") + r" lacks \('sgd', 'cosine', 256, 64\)"):
         compare_arms(cells, "sgd", "cosine", "64", "√d")
 
 
@@ -184,22 +139,10 @@ def test_identity_map_on_the_smallest_task_against_a_hand_count(kind):
     assert loss.shape == (2,) and np.all(np.isfinite(loss))
 
 
-@pytest.mark.parametrize(
-    ("kwargs", "error", 'name'),
-    [
-        ({"n": 1}, ValueError, 'n'),
-        ({"d": 1}, ValueError, 'd'),
-        ({"alphas": 1.0}, ValueError, 'alphas'),
-        ({"alphas": []}, ValueError, 'alphas'),
-        ({"alphas": [1.0, 0.0]}, ValueError, 'alphas'),
-        ({"examples": 400}, ValueError, 'examples'),
-        ({"seed": -1}, ValueError, 'seed'),
-    ],
-)
-def test_identity_map_messages(kwargs, error, name):
-    args = {"n": 4, "d": 4, "kind": "dot", "alphas": [1.0], "examples": 500} | kwargs
-    with pytest.raises(error, match=named(name)):
-        tr.identity_map(**args)
+@pytest.mark.parametrize("alphas", [1.0, []], ids=["a-number", "none"])
+def test_identity_map_refuses_alphas_that_are_not_a_list_of_scales(alphas):
+    with pytest.raises(ValueError, match=named("alphas")):
+        tr.identity_map(4, 4, "dot", alphas, examples=500)
 
 
 def test_among_fastest_on_the_smallest_cells_and_at_step_zero():
@@ -211,48 +154,17 @@ def test_among_fastest_on_the_smallest_cells_and_at_step_zero():
 
 
 @pytest.mark.parametrize(
-    ("cell", "kwargs", "error", 'name'),
-    [
-        ({}, {}, ValueError, 'cell'),
-        ({"steps_to_target": [[20.0, 40.0]]}, {"within": "w"}, TypeError, 'within'),
-        (
-            {"steps_to_target": [[-20.0, 20.0]]},
-            {},
-            ValueError,
-            "cell['steps_to_target']",
-        ),
-        ({"steps_to_target": "x"}, {}, TypeError, "cell['steps_to_target']"),
-        ({"steps_to_target": np.zeros((2, 0))}, {}, ValueError, "cell['steps_to_target']"),
-    ],
+    ("steps", "error"),
+    [([[-20.0, 20.0]], ValueError), ("x", TypeError), (np.zeros((2, 0)), ValueError), ([20.0, 40.0], ValueError)],
+    ids=["negative", "text", "no-seeds", "1-d"],
 )
-def test_among_fastest_messages(cell, kwargs, error, name):
-    with pytest.raises(error, match=named(name)):
-        tr.among_fastest(cell, **kwargs)
-
-
-def test_initial_alignment_names_a_cell_without_its_entries():
-    with pytest.raises(ValueError, match=named('cell')):
-        tr.initial_alignment({})
+def test_among_fastest_refuses_steps_that_are_not_a_table_of_counts(steps, error):
+    with pytest.raises(error, match=named("cell['steps_to_target']")):
+        tr.among_fastest({"steps_to_target": steps})
 
 
 def _stored_cells(name: str) -> dict:
     return {(c["optimizer"], c["kind"], c["n"], c["d"]): c for c in load_sweep(DATA / name)["cells"]}
-
-
-@pytest.mark.parametrize("opt", ["adam", "sgd"])
-def test_the_pairs_inside_the_grid_are_those_whose_best_rates_avoid_both_ends(opt):
-    """Cosine cells train 3 scales at 4 rates, so an edge is index 0 or 3 (the number of
-    rates, not of scales); counted here from the stored file's best_lr and lrs by hand."""
-    raw = [c for c in json.loads((DATA / f"training_{opt}.json").read_text())["cells"] if c["kind"] == "cosine"]
-    a, b = raw[0]["labels"].index("64"), raw[0]["labels"].index("√d")
-    expected = 0
-    for c in raw:
-        rates = len(c["lrs"][0])
-        ends = (0, rates - 1)
-        if c["best_lr"][a] not in ends and c["best_lr"][b] not in ends:
-            expected += len(c["steps_to_target"][a])
-    tests, pairs = compare_arms(_stored_cells(f"training_{opt}.json"), opt, "cosine", "64", "√d")
-    assert len(pairs["inside"][0]) == expected == 30  # no stored cosine best rate sits at an end
 
 
 def test_a_cell_may_give_its_rates_as_one_shared_grid():
@@ -270,13 +182,6 @@ def test_a_cell_may_give_its_rates_as_one_shared_grid():
 def cells():
     sweeps = [tr.load_sweep(tr.DATA / f"training_{opt}.json") for opt in tr.SWEEP["lrs"]]
     return {(c["optimizer"], c["kind"], c["n"], c["d"]): c for s in sweeps for c in s["cells"]}
-
-
-@pytest.mark.parametrize("kind", tr.KINDS)
-def test_finite_differences_match_the_backward_pass(kind):
-    worst, count = tr.finite_difference_error(kind)
-    assert count == 2 * 2 * 3 * 6 * 6  # two matrices of (seeds, scales, d, d)
-    assert worst < 1e-8
 
 
 def test_finite_differences_catch_a_wrong_gradient(monkeypatch):
@@ -301,8 +206,6 @@ def test_identity_map_by_hand():
         hits += int(np.sum(np.argmax(s, axis=-1) == b["j"]))
     assert acc == hits / 1000
     assert loss.shape == (3,) and np.all(np.diff(loss) < 0)  # sharper attention retrieves better here
-    with pytest.raises(ValueError, match="examples"):
-        tr.identity_map(16, 32, "dot", [1.0], examples=700)
 
 
 def test_among_fastest_on_a_hand_built_cell():
@@ -316,25 +219,6 @@ def test_among_fastest_on_a_hand_built_cell():
     assert tr.among_fastest({"steps_to_target": np.full((2, 3), np.inf)})[0].tolist() == [True, True]
 
 
-def test_compare_arms_counts_directly(cells):
-    tests, pairs = tr.compare_arms(cells, "adam", "dot", "2.5", "1")
-    a, b = pairs["speed"]
-    keys = [("adam", "dot", n, d) for n in tr.SWEEP["ns"] for d in tr.SWEEP["ds"]]
-    ia, ib = (cells[keys[0]]["labels"].index(x) for x in ("2.5", "1"))
-    direct_a = np.concatenate([cells[k]["steps_to_target"][ia] for k in keys])
-    direct_b = np.concatenate([cells[k]["steps_to_target"][ib] for k in keys])
-    assert np.array_equal(a, direct_a) and np.array_equal(b, direct_b)
-    r = tests["speed"]
-    assert (r.later, r.earlier, r.tied) == (int(np.sum(a > b)), int(np.sum(a < b)), int(np.sum(a == b)))
-    edges = np.concatenate([np.repeat(cells[k]["best_lr"][i] in (0, cells[k]["lrs"].shape[-1] - 1), tr.SWEEP["seeds"]) for k in keys for i in (ia,)])
-    edges_b = np.concatenate([np.repeat(cells[k]["best_lr"][ib] in (0, cells[k]["lrs"].shape[-1] - 1), tr.SWEEP["seeds"]) for k in keys])
-    assert tests["inside"].pairs == int(np.sum(~(edges | edges_b)))
-    with pytest.raises(ValueError, match="not a scale"):
-        tr.compare_arms(cells, "adam", "dot", "3.0", "1")
-    with pytest.raises(ValueError, match="lacks"):
-        tr.compare_arms({}, "adam", "dot", "2.5", "1")
-
-
 def test_initial_alignment_reproduces_the_stored_first_loss(cells):
     c = cells[("adam", "dot", 16, 32)]
     align, loss, first = tr.initial_alignment(c)
@@ -343,41 +227,6 @@ def test_initial_alignment_reproduces_the_stored_first_loss(cells):
     assert np.all(np.abs(align) <= 1)
     with pytest.raises(ValueError, match="dot-score"):
         tr.initial_alignment(cells[("adam", "cosine", 16, 32)])
-
-
-def test_tables_and_figure(cells):
-    md = tr.results_table(cells, "adam", "dot")
-    assert md.count("\n") == 1 + 6 * 5  # header, rule and five scales in each of six cells
-    tests = {("adam", "2.5", "1"): tr.compare_arms(cells, "adam", "dot", "2.5", "1")[0]}
-    holm = {k: 0.5 for k in tests}
-    assert "| adam | 2.5 − 1 |" in tr.speed_table(tests, holm) and "| adam | 2.5 − 1 |" in tr.loss_table(tests, holm)
-    # no best rate at an edge: the column of the test without edge cells would repeat it, and is left out
-    assert "edge cells left out" not in tr.speed_table(tests, holm)
-    # with one cell's pairs dropped it appears, with the smaller count
-    (key, t), = tests.items()
-    a, b = tr.compare_arms(cells, "adam", "dot", "2.5", "1")[1]["speed"]
-    dropped = {key: {**t, "inside": tr.paired_comparison(a[5:], b[5:], resamples=100)}}
-    table = tr.speed_table(dropped, holm)
-    assert "edge cells left out" in table and "of 25," in table
-    with pytest.raises(ValueError, match="holm_p"):
-        tr.speed_table(tests, {})
-    fig = tr.loss_curves(cells, "sgd", "cosine", "t")
-    assert len(fig.axes) == 6
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
-
-
-def test_bad_steps_and_rates_are_refused():
-    for bad in ([[np.nan, 20.0], [40.0, 60.0]], [[-20.0, 20.0]], [20.0, 40.0]):
-        with pytest.raises(ValueError, match="steps_to_target"):
-            tr.among_fastest({"steps_to_target": bad})
-    cell = {"labels": ["1"], "alphas": [1.0], "lrs": [0.01, 0.1], "best_lr": [2], "steps_to_target": [[20.0, 40.0]], "final_loss": [[0.1, 0.2]]}
-    with pytest.raises(ValueError, match="best_lr"):
-        tr.summary_rows(cell)
-    with pytest.raises(ValueError, match="best_lr"):
-        tr.summary_rows(dict(cell, best_lr=[-1]))
-    assert tr.steps_text(-np.inf) == "ref. never" and tr.steps_text(np.inf) == "never"
 
 
 @pytest.mark.parametrize("kind", tr.KINDS)

@@ -4,7 +4,6 @@ measures it reports and its stored cells.
 
 from __future__ import annotations
 
-from pathlib import Path
 import json
 import math
 
@@ -12,12 +11,12 @@ import numpy as np
 import pytest
 
 from attnscale.reproducibility import STABLE_RTOL
-from attnscale.training import SWEEP, forward, held_out_sets, init_params, length_transfer, lengths as lengths_module, load_lengths, load_sweep, sample_batch
+from attnscale.training import DATA, SWEEP, forward, held_out_sets, init_params, length_transfer, lengths as lengths_module, load_lengths, load_sweep, sample_batch
 from attnscale.training.lengths import MEASURES, RELATIVE, TRAINED, _measure
 from expect import named
 
 
-STORED = Path(__file__).resolve().parents[2] / "chapters" / "data" / "training_lengths.json"
+STORED = DATA / "training_lengths.json"
 
 
 def _same(loaded, raw, where="cell"):
@@ -45,44 +44,6 @@ def test_load_lengths_gives_back_exactly_the_stored_fields():
 
 #: the smallest training a length run allows (one step of one seed)
 QUICK = {"steps": 1, "seeds": 1, "validation_size": 4}
-
-
-CFG = {"seeds": 1, "batch": 4, "c": 2, "noise": 1.0}
-
-
-@pytest.mark.parametrize(
-    ("change", "error", 'name'),
-    [
-        ({"n": 1}, ValueError, 'n'),
-        ({"n": None}, TypeError, 'n'),
-        ({"d": 1}, ValueError, 'd'),
-        ({"factor": 1}, ValueError, 'factor'),
-        ({"eval_size": 0}, ValueError, 'eval_size'),
-        ({"grid": 1}, ValueError, 'grid'),
-        ({"seed": -1}, ValueError, 'seed'),
-    ],
-    ids=["n-1", "n-None", "d-1", "factor-1", "eval_size-0", "grid-1", "seed-negative"],
-)
-def test_length_transfer_refuses_a_bad_argument_with_a_message_that_begins_with_its_name(change, error, name):
-    args = {"n": 8, "d": 4, "factor": 4, "seed": 0, "eval_size": 4, "grid": 3, **QUICK, **change}
-    with pytest.raises(error, match=named(name)):
-        length_transfer(**args)
-
-
-@pytest.mark.parametrize(
-    ("change", "error", 'name'),
-    [
-        ({"seed": -1}, ValueError, 'seed'),
-        ({"d": 1}, ValueError, 'd'),
-        ({"cfg": None}, TypeError, 'cfg'),
-        ({"cfg": {"seeds": 1}}, ValueError, 'cfg'),
-    ],
-    ids=["seed-negative", "d-1", "cfg-None", "cfg-incomplete"],
-)
-def test_held_out_sets_refuse_a_bad_argument_with_a_message_that_begins_with_its_name(change, error, name):
-    args = {"seed": 0, "n": 8, "d": 4, "factor": 4, "eval_size": 4, "cfg": CFG, **change}
-    with pytest.raises(error, match=named(name)):
-        held_out_sets(**args)
 
 
 def test_the_smallest_valid_length_run_works():
@@ -124,34 +85,34 @@ def test_calibrated_losses_are_reported_for_every_relative_rule():
         assert loss.shape == (2,) and np.all(np.isfinite(loss)) and np.all(loss > 0), rule
 
 
-def test_load_lengths_reads_integer_lists_as_floats_and_keeps_lists_of_names(tmp_path):
-    cell = {"trained": ["1", "log512 n", "ln n"], "best_lr": [0, 2, 1], "slides": [0, 0, 1],
+def test_load_lengths_reads_number_lists_as_floats_indices_as_integers_and_keeps_lists_of_names(tmp_path):
+    cell = {"trained": ["1", "log512 n", "ln n"], "best_lr": [0, 2, 1], "slides": [-1, 0, 2],
             "grid": [1, 2, 4], "final_loss": [[1, 0], [0, 1], [2, 3]], "alphas": [1, 0.5, 2],
             "rules": [["fixed", "log ratio"], ["log512 n", "fixed"], ["ln n", "fixed"]]}
     path = tmp_path / "lengths.json"
     path.write_text(json.dumps({"cells": [cell]}))
-    raw = json.loads(path.read_text())["cells"][0]
     got = load_lengths(path)["cells"][0]
     for key in ("grid", "final_loss", "alphas"):
         assert isinstance(got[key], np.ndarray) and got[key].dtype == np.float64, (key, got[key])
-        np.testing.assert_array_equal(got[key], np.array(raw[key], dtype=float))
-    assert got["rules"] == raw["rules"]
-    assert got["trained"] == raw["trained"]
-
-
-ROOT = Path(__file__).resolve().parents[2]
+        np.testing.assert_array_equal(got[key], np.array(cell[key], dtype=float))
+    for key in ("best_lr", "slides"):
+        assert np.issubdtype(got[key].dtype, np.integer), (key, got[key].dtype)
+        assert got[key].tolist() == cell[key]
+    assert [f"{s:+d}" for s in got["slides"]] == ["-1", "+0", "+2"]
+    assert got["rules"] == cell["rules"] and got["trained"] == cell["trained"]
+    # and so in the stored file
+    for c in load_lengths(STORED)["cells"]:
+        assert np.issubdtype(c["slides"].dtype, np.integer) and np.issubdtype(c["best_lr"].dtype, np.integer)
 
 
 CFG2 = {"seeds": 2, "batch": 2, "c": 1, "noise": 0.0}
 
 
-def test_held_out_sets_take_two_keys_and_refuse_one_by_that_minimum():
+def test_held_out_sets_take_two_keys():
     sets = held_out_sets(0, 2, 3, 2, 3, CFG2)
     assert {name: [chunk["K"].shape for chunk in rows] for name, rows in sets.items()} == {
         "short": [(2, 2, 2, 3), (2, 1, 2, 3)], "long": [(2, 2, 4, 3), (2, 1, 4, 3)],
         "choose_long": [(2, 2, 4, 3), (2, 1, 4, 3)], "choose_short": [(2, 2, 2, 3), (2, 1, 2, 3)]}
-    with pytest.raises(ValueError, match=named('n')):
-        held_out_sets(0, 1, 3, 2, 3, CFG2)
 
 
 @pytest.mark.parametrize("noise", [0.0, 0.5])
@@ -170,29 +131,15 @@ def test_held_out_rows_see_the_query_through_the_configured_noise(noise):
                 assert abs(np.std(eps) - 1) < 0.3, np.std(eps)
 
 
-def test_load_lengths_gives_the_window_slides_back_as_integers(tmp_path):
-    path = tmp_path / "lengths.json"
-    path.write_text('{"cells": [{"trained": ["1", "log512 n", "ln n"], "best_lr": [0, 2, 1], "slides": [-1, 0, 2]}]}')
-    cell = load_lengths(path)["cells"][0]
-    for key, want in (("best_lr", [0, 2, 1]), ("slides", [-1, 0, 2])):
-        assert np.issubdtype(cell[key].dtype, np.integer), (key, cell[key].dtype)
-        assert cell[key].tolist() == want
-    assert [f"{s:+d}" for s in cell["slides"]] == ["-1", "+0", "+2"]
-    # and so in the stored file
-    for c in load_lengths(ROOT / "chapters" / "data" / "training_lengths.json")["cells"]:
-        assert np.issubdtype(c["slides"].dtype, np.integer) and np.issubdtype(c["best_lr"].dtype, np.integer)
-
-
 def test_load_lengths_points_a_missing_file_to_the_make_target_that_writes_it(tmp_path):
-    missing = tmp_path / "none.json"
-    with pytest.raises(FileNotFoundError, match=named('path')):
-        load_lengths(missing)
+    with pytest.raises(FileNotFoundError, match=named("path") + ".*make sweep-lengths"):
+        load_lengths(tmp_path / "none.json")
 
 
-DATA = Path(__file__).resolve().parents[2] / "chapters" / "data"
-
-
-TINY2 = {"steps": 30, "seeds": 2, "eval_size": 64, "validation_size": 64, "grid": 5}
+@pytest.fixture(scope="module")
+def small():
+    """A run of 30 steps at n = 8, d = 6, shared by the tests below."""
+    return length_transfer(8, 6, steps=30, seeds=2, eval_size=64, validation_size=64, grid=5)
 
 
 @pytest.fixture(scope="module")
@@ -216,11 +163,11 @@ def test_rule_scales_against_their_formulas(n):
     assert math.isclose(math.log(4 * n) - a**2 / 2, math.log(n) - 0.5, rel_tol=1e-14)
 
 
-def test_the_chosen_weights_give_the_training_runs_final_losses():
+def test_the_chosen_weights_give_the_training_runs_final_losses(small):
     """The weights each model is evaluated with are the ones its final losses came from:
     evaluated again on the training run's held-out set, they give those losses to rounding
     (a wrong model index, or the wrong learning rate, would not)."""
-    out = length_transfer(8, 6, **TINY2)
+    out = small
     np.testing.assert_allclose(out["final_loss_again"], out["final_loss"], rtol=1e-12)
     assert len(set(np.round(out["final_loss"][:, 0], 12))) == 3  # three different models
 
@@ -264,10 +211,10 @@ def test_measures_against_the_forward_pass_and_the_expected_loss():
         assert np.all(np.abs(loss.mean(axis=0) - expected) < 4 * loss.std(axis=0, ddof=1) / np.sqrt(4000))
 
 
-def test_accuracy_does_not_depend_on_the_scale():
+def test_accuracy_does_not_depend_on_the_scale(small):
     """Retrieval (the queried key has the largest weight) is invariant to the scale, so
     every rule applied to one trained model gives it the same accuracy; the losses differ."""
-    out = length_transfer(8, 6, **TINY2)
+    out = small
     long = out["long"]["1"]
     for rule in RELATIVE:
         np.testing.assert_array_equal(long[rule]["accuracy"], long["fixed"]["accuracy"])
@@ -276,10 +223,10 @@ def test_accuracy_does_not_depend_on_the_scale():
         np.testing.assert_array_equal(out["long"][label][label]["accuracy"], out["long"][label]["fixed"]["accuracy"])
 
 
-def test_oracle_scales_are_grid_points_with_finite_losses():
+def test_oracle_scales_are_grid_points_with_finite_losses(small):
     """The oracle scale is chosen on separate rows from those that report its loss, so it
     may lose to a rule there; but it is always a point of the grid, with a finite loss."""
-    out = length_transfer(8, 6, **TINY2)
+    out = small
     for label in out["trained"]:
         for length in ("short", "long"):
             chosen = out["oracle"][label][length]["scale"]
@@ -290,8 +237,9 @@ def test_oracle_scales_are_grid_points_with_finite_losses():
 def test_stored_lengths_match_the_code(live):
     """The stored results come from the current settings, every (n, d) is there, each
     model at 1 pairs with the sweep (same best rate and final losses), and the smallest
-    cell reproduces from its seed: its losses to the stable runs' tolerance, its oracle
-    scales to one step of the grid (the argmin of nearly equal losses may move by one)."""
+    cell reproduces from its seed: its rates exactly, the final losses of its model at 1
+    to the sweep's six digits, its losses to the stable runs' tolerance, its oracle scales
+    to one step of the grid (the argmin of nearly equal losses may move by one)."""
     raw = json.loads((DATA / "training_lengths.json").read_text())
     assert raw["settings"] == json.loads(json.dumps(SWEEP)) and raw["factor"] == 4
     stored = load_lengths(DATA / "training_lengths.json")
@@ -300,11 +248,13 @@ def test_stored_lengths_match_the_code(live):
     for c in stored["cells"]:
         s = sweep[(c["n"], c["d"])]
         a = s["labels"].index("1")
-        assert c["best_lr"][0] == s["best_lr"][a]
+        assert c["best_lr"][0] == s["best_lr"][a] and c["lrs"][0, c["best_lr"][0]] == s["lrs"][a, s["best_lr"][a]]
         np.testing.assert_allclose(c["final_loss"][0], s["final_loss"][a], rtol=1e-5)
     first = next(c for c in stored["cells"] if (c["n"], c["d"]) == (16, 32))
     np.testing.assert_array_equal(live["lrs"], first["lrs"])
     np.testing.assert_array_equal(live["best_lr"], first["best_lr"])
+    s = sweep[(16, 32)]
+    np.testing.assert_allclose(live["final_loss"][0], s["final_loss"][s["labels"].index("1")], rtol=1e-5)
     step = first["grid"][1] / first["grid"][0]
     for label in first["trained"]:
         for key in MEASURES:
@@ -318,29 +268,14 @@ def test_stored_lengths_match_the_code(live):
         np.testing.assert_allclose(got, first["calibrated"][rule], rtol=STABLE_RTOL)
 
 
-def test_bad_input_is_refused_by_name():
-    with pytest.raises(ValueError, match="factor"):
-        length_transfer(8, 6, factor=1, **TINY2)
-    with pytest.raises(FileNotFoundError, match="sweep-lengths"):
-        load_lengths("/no/such/file.json")
-
-
-SMALLEST = {"steps": 1, "seeds": 1, "eval_size": 4, "validation_size": 4, "grid": 3}
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    return length_transfer(8, 6, **SMALLEST)
-
-
-def test_a_fresh_length_run_has_the_fields_of_a_stored_cell(tiny):
+def test_a_fresh_length_run_has_the_fields_of_a_stored_cell(small):
     """Chapter 10 reads c["n"], c["d"], c["alphas"], c["short"], c["calibrated"], ... of
     the stored cells, which the runner writes from length_transfer's result."""
     raw = json.loads(STORED.read_text())
-    assert set(tiny) == set(raw["cells"][0])
+    assert set(small) == set(raw["cells"][0])
 
 
-def test_a_fresh_length_run_reports_its_length_width_and_training_scales(tiny):
-    assert (tiny["n"], tiny["d"], tiny["factor"]) == (8, 6, 4)
-    assert tiny["trained"] == ["1", "log512 n", "ln n"]
-    np.testing.assert_allclose(tiny["alphas"], [1.0, 3 / 9, math.log(8)], rtol=1e-14)
+def test_a_fresh_length_run_reports_its_length_width_and_training_scales(small):
+    assert (small["n"], small["d"], small["factor"]) == (8, 6, 4)
+    assert small["trained"] == ["1", "log512 n", "ln n"]
+    np.testing.assert_allclose(small["alphas"], [1.0, 3 / 9, math.log(8)], rtol=1e-14)

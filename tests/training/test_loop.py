@@ -43,31 +43,13 @@ def test_the_settings_refuse_bad_evaluation_steps_showing_them(marks, shown):
 
 
 @pytest.mark.parametrize(
-    ("change", "error", "message"),
-    [
-        ({"n": 1}, ValueError, "n must be an integer >= 2"),
-        ({"alphas": [0.0]}, ValueError, "alphas must be > 0"),
-        ({"lrs": [float("nan")]}, ValueError, "lrs must be"),
-        ({"optimizer": "rmsprop"}, ValueError, "optimizer must be 'adam' or 'sgd'"),
-        ({"noise": -1.0}, ValueError, "noise must be >= 0"),
-        ({"validation_size": -3}, ValueError, "validation_size must be an integer >= 1"),
-        ({"learn_scale": "yes"}, TypeError, "learn_scale must be True or False"),
-        ({"learn_scale": 1}, TypeError, "learn_scale must be True or False"),
-        ({"learn_scale": None}, TypeError, "learn_scale must be True or False"),
-        ({"optimizer": "sgd", "weight_decay": 0.1}, ValueError, "weight_decay is decoupled decay for Adam"),
-        ({"weight_decay": -0.1}, ValueError, "weight_decay must be >= 0"),
-        ({"alphas": [1.0, 4.0], "lrs": [[0.01, 0.1]]}, ValueError, "lrs must be a 1-d grid or one row of rates per scale"),
-        ({"alphas": [1.0, 4.0], "lrs": [[0.1], [0.2, 0.3]]}, ValueError, "lrs is ragged"),
-        ({"noise": [1.0, 2.0]}, TypeError, "noise must be a real number"),
-        ({"weight_decay": [0.1]}, TypeError, "weight_decay must be a real number"),
-        ({"noise": True}, TypeError, "noise must be a real number"),
-        ({"validation_size": False}, TypeError, "validation_size must be an integer >= 1"),
-        ({"alphas": [True]}, TypeError, "alphas must hold real numbers, not True or False"),
-        ({"steps": 20, "eval_steps": [False, 20]}, TypeError, "eval_steps must hold real numbers, not True or False"),
-    ],
+    ("change", "name"),
+    [({"optimizer": "sgd", "weight_decay": 0.1}, "weight_decay"), ({"alphas": [1.0, 4.0], "lrs": [[0.01, 0.1]]}, "lrs")],
+    ids=["decay-with-sgd", "one-row-of-rates-for-two-scales"],
 )
-def test_the_settings_refuse_a_bad_value_with_its_rule(change, error, message):
-    with pytest.raises(error, match="^" + message):
+def test_the_settings_refuse_a_combination_by_name(change, name):
+    """Values each valid alone: decoupled decay is Adam's (AdamW), and rates per scale need a row per scale."""
+    with pytest.raises(ValueError, match=named(name)):
         TrainSettings(**{**TINY, **change})
 
 
@@ -81,11 +63,6 @@ def test_the_settings_are_kept_normalised_and_frozen():
         s.steps = 4  # type: ignore[misc]
     with pytest.raises(ValueError, match=named("eval_steps")):
         dataclasses.replace(s, steps=4)
-
-
-def test_train_refuses_settings_that_are_not_train_settings_by_name():
-    with pytest.raises(TypeError, match=named("settings")):
-        train(0, TINY)
 
 
 # ---- the evaluation schedule ----------------------------------------------------------------------------------------------
@@ -110,17 +87,6 @@ def test_evaluation_steps_is_dense_up_to_step_20_by_default():
     then the last step 100."""
     assert evaluation_steps(100, resolution=1.0).tolist() == list(range(21)) + [40, 80, 100]
     assert evaluation_steps(100, resolution=1.0, dense=21).tolist() == list(range(22)) + [42, 84, 100]
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "error", "match"),
-    [({"steps": 0}, ValueError, "steps must be an integer >= 1"), ({"steps": 10, "resolution": 0.0}, ValueError, "resolution must lie in"),
-     ({"steps": 10, "resolution": float("nan")}, ValueError, named("resolution")), ({"steps": 10, "resolution": "x"}, TypeError, named("resolution")),
-     ({"steps": 10, "dense": 0}, ValueError, "dense must be")],
-)
-def test_evaluation_steps_refuse_bad_input_by_name(kwargs, error, match):
-    with pytest.raises(error, match=match):
-        evaluation_steps(**kwargs)
 
 
 def test_evaluation_steps_refuse_a_step_count_beyond_int64_by_name():

@@ -15,21 +15,6 @@ from attnscale.training.model import PIECE, _loss_and_grads, _piece_size
 from expect import named
 
 
-@pytest.mark.parametrize(
-    ("call", 'name'),
-    [
-        (lambda: init_params(np.random.default_rng(0), 1, 1, 0), 'd'),
-        (lambda: sample_batch(np.random.default_rng(0), 1, 2, 1, 4), 'n'),
-        (lambda: sample_batch(np.random.default_rng(0), 1, 2, 3, 0), 'd'),
-        (lambda: sample_batch(np.random.default_rng(0), 1, 2, 3, 4, c=0), 'c'),
-    ],
-    ids=["init_params-d", "sample_batch-n", "sample_batch-d", "sample_batch-c"],
-)
-def test_the_model_refuses_a_bad_size_with_a_message_that_begins_with_its_name(call, name):
-    with pytest.raises(ValueError, match=named(name)):
-        call()
-
-
 def _model(seeds: int = 1, batch: int = 3, n: int = 2, d: int = 2) -> tuple[dict, dict]:
     rng = np.random.default_rng(0)
     return init_params(rng, seeds, 1, d), sample_batch(rng, seeds, batch, n, d)
@@ -45,9 +30,8 @@ def _weights(wq: tuple, wk: tuple) -> dict:
     [
         (lambda p, d: ({"Wq": p["Wq"]}, d, 1.0), 'params'),
         (lambda p, d: (p, {k: v for k, v in d.items() if k != "j"}, 1.0), 'data'),
-        (lambda p, d: (p, d, 0.0), 'alpha'),
-        (lambda p, d: ({**p, "log_gain": np.array([[math.nan]])}, d, 1.0),
-         'log_gain'),
+        (lambda p, d: ({**p, "log_gain": np.array([[math.nan]])}, d, 1.0), 'log_gain'),
+        (lambda p, d: ({**p, "log_gain": np.zeros((1, 2))}, d, 1.0), "params"),
         (lambda p, d: (_weights((1, 1, 2, 3), (1, 1, 2, 3)), d, 1.0),
          'Wq'),
         (lambda p, d: (_weights((1, 2, 2), (1, 2, 2)), d, 1.0),
@@ -56,7 +40,7 @@ def _weights(wq: tuple, wk: tuple) -> dict:
          'Wq'),
         (lambda p, d: (p, _model(seeds=2)[1], 1.0), 'data'),
     ],
-    ids=["params-lacks-Wk", "data-lacks-j", "alpha-0", "log_gain-nan", "W-not-square", "W-3d", "W-unequal", "K-other-seeds"],
+    ids=["params-lacks-Wk", "data-lacks-j", "log_gain-nan", "log_gain-shape", "W-not-square", "W-3d", "W-unequal", "K-other-seeds"],
 )
 def test_forward_refuses_bad_input_with_a_message_that_begins_with_its_name(change, name):
     params, data, alpha = change(*_model())
@@ -64,22 +48,20 @@ def test_forward_refuses_bad_input_with_a_message_that_begins_with_its_name(chan
         forward(params, data, alpha)
 
 
-def test_cosine_scores_of_a_zero_query_are_refused_as_undefined():
-    params, data = _model()
-    data = {**data, "x": np.zeros_like(data["x"])}
-    with pytest.raises(FloatingPointError, match=named('a')):
-        forward(params, data, 1.0, "cosine")
-
-
-# ---- loss_and_grads: the diagnostics' names, on a hand-worked example --------------------------------------------------
-def test_loss_and_grads_names_its_diagnostics_accuracy_and_half_l1():
-    """W_q = W_k = I, d = 2, keys e_1, e_2, query x = (sqrt(2) ln 3, 0): s = (ln 3, 0), p = (3/4, 1/4);
-    the queried key j = 0 has the largest weight (accuracy 1) and (1/2)||J||_1 = 1 - (9 + 1)/16 = 3/8."""
+# ---- forward and loss_and_grads on a hand-worked example ------------------------------------------------------------------
+def _hand_worked() -> tuple[dict, dict]:
+    """W_q = W_k = I, d = 2, keys e_1 and e_2, values (1, 0), query x = (sqrt(2) ln 3, 0), target 1."""
     eye = np.eye(2)[None, None]
     params = {"Wq": eye.copy(), "Wk": eye.copy()}
     data = {"K": np.eye(2)[None, None], "V": np.array([[[[1.0], [0.0]]]]), "x": np.array([[[math.sqrt(2) * math.log(3), 0.0]]]),
             "target": np.array([[[1.0]]]), "j": np.array([[0]])}
-    loss, grads, diagnostics = loss_and_grads(params, data, 1.0)
+    return params, data
+
+
+def test_loss_and_grads_names_its_diagnostics_accuracy_and_half_l1():
+    """s = (ln 3, 0), p = (3/4, 1/4): the queried key j = 0 has the largest weight (accuracy 1)
+    and (1/2)||J||_1 = 1 - (9 + 1)/16 = 3/8."""
+    loss, grads, diagnostics = loss_and_grads(*_hand_worked(), 1.0)
     assert sorted(diagnostics) == ["accuracy", "half_l1"]
     np.testing.assert_allclose(diagnostics["accuracy"], [[1.0]], rtol=0)
     np.testing.assert_allclose(diagnostics["half_l1"], [[3 / 8]], rtol=1e-13)
@@ -92,13 +74,6 @@ def test_sample_batch_draws_a_batch_of_one_example():
     data = sample_batch(np.random.default_rng(0), 2, 1, 3, 4, c=5)
     shapes = {key: val.shape for key, val in data.items()}
     assert shapes == {"K": (2, 1, 3, 4), "V": (2, 1, 3, 5), "j": (2, 1), "x": (2, 1, 4), "target": (2, 1, 5)}
-
-
-def test_sample_batch_refuses_a_noise_that_is_not_a_number_by_name():
-    with pytest.raises(TypeError, match=named('noise')):
-        sample_batch(np.random.default_rng(0), 1, 2, 3, 4, noise="x")
-    with pytest.raises(ValueError, match=named('noise')):
-        sample_batch(np.random.default_rng(0), 1, 2, 3, 4, noise=-0.5)
 
 
 @pytest.mark.parametrize("noise", [0.5, 3.0])
@@ -131,15 +106,10 @@ def test_loss_and_grads_refuses_values_or_target_of_another_shape(entry, cut, na
 
 
 def test_forward_uses_dot_scores_by_default():
-    """W_q = W_k = I, d = 2, keys e_1 and e_2, query x = (sqrt(2) ln 3, 0): dot scores
-    s = x.K_i / sqrt(2) = (ln 3, 0), so p = softmax(s) = (3/4, 1/4) at alpha = 1, the output
-    y = p . V = 3/4 with values (1, 0), and the loss (3/4 - 1)^2 = 1/16 against the target 1.
+    """Dot scores s = x.K_i / sqrt(2) = (ln 3, 0), so p = softmax(s) = (3/4, 1/4) at alpha = 1,
+    the output y = p . V = 3/4, and the loss (3/4 - 1)^2 = 1/16 against the target 1.
     (Cosine scores would be (1, 0), p_1 = e / (e + 1).)"""
-    eye = np.eye(2)[None, None]
-    params = {"Wq": eye.copy(), "Wk": eye.copy()}
-    data = {"K": np.eye(2)[None, None], "V": np.array([[[[1.0], [0.0]]]]), "x": np.array([[[math.sqrt(2) * math.log(3), 0.0]]]),
-            "target": np.array([[[1.0]]]), "j": np.array([[0]])}
-    f = forward(params, data, 1.0)
+    f = forward(*_hand_worked(), 1.0)
     np.testing.assert_allclose(f["p"].ravel(), [0.75, 0.25], rtol=1e-14)
     np.testing.assert_allclose(f["loss"].ravel(), [1 / 16], rtol=1e-13)
 
@@ -173,15 +143,10 @@ def test_initial_alignment_against_the_training_loop_and_the_weight_gradients():
     np.testing.assert_allclose(loss, out.loss[:, 0, :, 0], rtol=1e-13)  # the loop's loss at step 0
 
 
-def test_identity_alignment_refuses_a_non_finite_or_shapeless_g_by_name():
-    with pytest.raises(ValueError, match="^G must be finite"):
-        identity_alignment(np.array([[1.0, np.nan], [0.0, 1.0]]))
-    for bad in (np.ones(3), np.ones((2, 3)), np.ones((4, 3, 2))):
-        with pytest.raises(ValueError, match="^G must end in a square matrix"):
-            identity_alignment(bad)
-    for bad in (np.zeros((3, 3)), np.stack([np.eye(2), np.zeros((2, 2))])):
-        with pytest.raises(ValueError, match=named('G') + ".*zero matrix"):
-            identity_alignment(bad)
+@pytest.mark.parametrize("G", [np.ones(3), np.ones((4, 3, 2)), np.stack([np.eye(2), np.zeros((2, 2))])], ids=["1-d", "not-square", "one-zero"])
+def test_identity_alignment_refuses_g_without_square_matrices_or_with_a_zero_one_by_name(G):
+    with pytest.raises(ValueError, match=named("G")):
+        identity_alignment(G)
 
 
 def test_identity_alignment_is_a_cosine_per_matrix():
@@ -288,14 +253,6 @@ def test_a_zero_log_gain_is_the_fixed_scale():
         np.testing.assert_allclose(grads[k], grads0[k], rtol=1e-12, atol=1e-15)
 
 
-def test_a_log_gain_of_another_shape_or_not_finite_is_refused_by_name():
-    params, batch, alpha = _learned_model()
-    with pytest.raises(ValueError, match="log_gain"):
-        loss_and_grads({**params, "log_gain": np.zeros(3)}, batch, alpha, "dot")
-    with pytest.raises(ValueError, match="log_gain"):
-        loss_and_grads({**params, "log_gain": np.full((2, 3), np.nan)}, batch, alpha, "dot")
-
-
 def test_bilinear_gradient_gives_the_weight_gradients():
     rng, params = _perturbed_model(4)
     data = sample_batch(rng, 2, 4, 5, 6)
@@ -319,14 +276,12 @@ def test_one_model_is_independent_of_the_others():
     np.testing.assert_allclose(single["Wq"][:, 0], many["Wq"][:, 1], rtol=1e-12)
 
 
-def test_loss_and_grads_refuses_a_bad_kind_scale_or_key_width_with_its_rule():
+def test_loss_and_grads_refuses_a_scale_per_model_or_a_key_width_that_does_not_fit_by_name():
     rng = np.random.default_rng(0)
     params = init_params(rng, 1, 1, 4)
-    with pytest.raises(ValueError, match="kind must be 'dot' or 'cosine'"):
-        loss_and_grads(params, sample_batch(rng, 1, 2, 3, 4), 1.0, "bilinear")
-    with pytest.raises(ValueError, match="alpha must be a scalar or one scale per model"):
+    with pytest.raises(ValueError, match=named("alpha")):
         loss_and_grads(params, sample_batch(rng, 1, 2, 3, 4), [1.0, 2.0])
-    with pytest.raises(ValueError, match="data K must have shape"):
+    with pytest.raises(ValueError, match=named("data")):
         loss_and_grads(params, sample_batch(rng, 1, 2, 3, 5), 1.0)
 
 

@@ -90,6 +90,11 @@ def test_speed_table_with_edge_cells_adds_the_test_over_the_pairs_left():
     )
 
 
+def test_speed_table_adds_the_test_over_the_pairs_left_when_a_comparison_lost_only_some():
+    tests = {key: t for key, t in EDGES.items() if t["inside"] is not None}  # 30 of 30 pairs left, and 20 of 30
+    assert "| edge cells left out:" in tr.speed_table(tests, {key: EDGES_HOLM[key] for key in tests})
+
+
 def test_loss_table_is_the_six_column_markdown_of_the_chapter_even_with_edge_cells():
     header = (
         "| optimiser | arm − reference | higher / lower / tied | sign test p (Holm) | median difference [95% interval] | P(higher) [95% interval] |\n"
@@ -106,24 +111,6 @@ def test_loss_table_is_the_six_column_markdown_of_the_chapter_even_with_edge_cel
     )
 
 
-@pytest.mark.parametrize(
-    ("table", "tests", "holm", "columns"),
-    [
-        (tr.speed_table, NO_EDGES, NO_EDGES_HOLM, 6),
-        (tr.speed_table, EDGES, EDGES_HOLM, 7),
-        (tr.loss_table, NO_EDGES, NO_EDGES_HOLM, 6),
-        (tr.loss_table, EDGES, EDGES_HOLM, 6),
-    ],
-    ids=["speed-no-edges", "speed-edges", "loss-no-edges", "loss-edges"],
-)
-def test_every_line_of_a_table_has_the_cells_of_its_header(table, tests, holm, columns):
-    lines = table(tests, holm).split("\n")
-    assert len(lines) == 2 + len(tests)  # header, rule, one row per comparison
-    # a Markdown table row is | c1 | ... | ck |: k cells, k + 1 pipes, first and last character a pipe
-    assert all(line.startswith("|") and line.endswith("|") and line.count("|") == columns + 1 for line in lines)
-    assert lines[1] == "|" + "---|" * columns
-
-
 @pytest.mark.parametrize("table", [tr.speed_table, tr.loss_table])
 @pytest.mark.parametrize("drop", ["loss", "inside"])
 def test_a_comparison_without_its_loss_or_inside_test_is_refused_by_name(table, drop):
@@ -134,15 +121,10 @@ def test_a_comparison_without_its_loss_or_inside_test_is_refused_by_name(table, 
         table(tests, NO_EDGES_HOLM)
 
 
-@pytest.mark.parametrize(("cell", "a", "exc", 'name'), [
-    ([1, 2], 0, TypeError, 'cell'),
-    ({"labels": []}, 0, ValueError, 'cell'),
-    ({"labels": ["1"], "alphas": [1.0]}, -1, ValueError, 'a'),
-    ({"labels": ["1"], "alphas": [1.0]}, 2.5, TypeError, 'a'),
-    ({"labels": ["1"], "alphas": [1.0]}, 1, ValueError, 'a'),
-])
-def test_scale_name_refuses_bad_input_naming_the_argument(cell, a, exc, name):
-    refuses(exc, name, tr.scale_name, cell, a)
+@pytest.mark.parametrize(("cell", "a", "name"), [({"labels": []}, 0, "cell"), ({"labels": ["1"], "alphas": [1.0]}, 1, "a")],
+                         ids=["no-alphas", "one-past-the-last"])
+def test_scale_name_refuses_a_cell_without_alphas_or_an_index_past_its_scales(cell, a, name):
+    refuses(ValueError, name, tr.scale_name, cell, a)
 
 
 def test_a_scale_with_a_decimal_label_is_named_by_its_number():
@@ -250,13 +232,12 @@ def test_every_legend_sits_in_the_lower_left_corner_of_its_panel(fig):
         assert 0 <= box.x0 < 0.05 and 0 <= box.y0 < 0.05 and box.x1 < 0.6 and box.y1 < 0.6
 
 
-@pytest.mark.parametrize("bad, name", [([], "list"), ((), "tuple"), ("cells", "str"), (None, "NoneType")])
 @pytest.mark.parametrize("show", ["loss_curves", "results_table"])
-def test_cells_that_are_not_a_dict_are_refused_naming_their_type(show, bad, name):
-    args = (bad, "sgd", "dot", "t") if show == "loss_curves" else (bad, "sgd", "dot")
+def test_cells_that_are_not_a_dict_are_refused_naming_their_type(show):
+    args = ([], "sgd", "dot", "t") if show == "loss_curves" else ([], "sgd", "dot")
     with pytest.raises(TypeError) as err:
         getattr(tr, show)(*args)
-    assert str(err.value) == f"cells must be a dict keyed by (optimizer, kind, n, d), got {name}"
+    assert str(err.value) == "cells must be a dict keyed by (optimizer, kind, n, d), got list"
 
 
 def _one_comparison() -> dict:
@@ -265,22 +246,10 @@ def _one_comparison() -> dict:
 
 
 @pytest.mark.parametrize("table", [tr.speed_table, tr.loss_table], ids=["speed_table", "loss_table"])
-@pytest.mark.parametrize("tests", [[1], {}, {("adam", "1", "8"): {"speed": 1}}], ids=["list", "empty", "not-comparisons"])
-def test_a_table_refuses_what_is_not_a_family_of_comparisons(table, tests):
-    with pytest.raises(TypeError, match=named('tests')):
-        table(tests, {})
-
-
-@pytest.mark.parametrize("table", [tr.speed_table, tr.loss_table], ids=["speed_table", "loss_table"])
-@pytest.mark.parametrize("holm_p", [{}, [0.5], {("adam", "1", "2.5"): 0.5}], ids=["empty", "list", "other-key"])
+@pytest.mark.parametrize("holm_p", [[0.5], {("adam", "1", "2.5"): 0.5}], ids=["list", "other-key"])
 def test_a_table_refuses_p_values_that_are_not_one_per_comparison(table, holm_p):
     with pytest.raises(ValueError, match=named('holm_p')):
         table(_one_comparison(), holm_p)
-
-
-def test_the_curve_figure_refuses_a_title_that_is_not_text():
-    with pytest.raises(TypeError, match=named('title')):
-        tr.loss_curves({}, "sgd", "dot", 5)
 
 
 def _cells():
@@ -301,6 +270,9 @@ def test_the_curve_figure_is_tall_enough_for_each_panels_legend():
 
 
 def test_text_formats_at_their_thresholds():
+    assert (tr.p_text(1e-5), tr.p_text(0.0431), tr.p_text(1.0)) == ("1.0e-05", "0.043", "1")
+    assert (tr.steps_text(np.inf), tr.steps_text(0.0), tr.steps_text(40.0), tr.steps_text(-20)) == ("never", "0", "+40", "-20")
+    assert (tr.loss_text(-0.0312), tr.loss_text(2e-4), tr.loss_text(0.0)) == ("-0.031", "+2.0e-04", "+0.000")
     # two significant digits from 0.001 up, exponent form below it, and 0 allowed
     assert (tr.p_text(0.001), tr.p_text(0.000999), tr.p_text(0.0)) == ("0.001", "1.0e-03", "0.0e+00")
     # three decimals from 5e-4 up (in size), two significant digits below
@@ -308,20 +280,9 @@ def test_text_formats_at_their_thresholds():
     assert (tr.steps_text(INF), tr.steps_text(-INF), tr.steps_text(np.float64(-3.0))) == ("never", "ref. never", "-3")
 
 
-@pytest.mark.parametrize(
-    ("call", "error", 'name'),
-    [
-        (lambda: tr.p_text("x"), TypeError, 'p'),
-        (lambda: tr.p_text(1.5), ValueError, 'p'),
-        (lambda: tr.loss_text("x"), TypeError, 'x'),
-        (lambda: tr.steps_text(True), TypeError, 'x'),
-        (lambda: tr.steps_text(1 + 2j), TypeError, 'x'),
-        (lambda: tr.steps_text(None), TypeError, 'x'),
-    ],
-)
-def test_text_format_messages(call, error, name):
-    with pytest.raises(error, match=named(name)):
-        call()
+def test_a_step_count_of_true_is_refused_by_name():
+    with pytest.raises(TypeError, match=named("x")):
+        tr.steps_text(True)
 
 
 def _cell(**changes):
@@ -347,13 +308,12 @@ def test_summary_rows_mark_the_top_of_the_grid_and_scales_that_never_got_there()
 @pytest.mark.parametrize(
     ("cell", 'name'),
     [
-        ({}, 'cell'),
-        (
-            _cell(steps_to_target=[[20.0, -1.0, 60.0], [20.0, 40.0, 60.0], [20.0, 40.0, 60.0]]),
-            "cell['steps_to_target']",
-        ),
+        (_cell(steps_to_target=[[20.0, -1.0, 60.0], [20.0, 40.0, 60.0], [20.0, 40.0, 60.0]]), "cell['steps_to_target']"),
         (_cell(best_lr=[0]), "cell['best_lr']"),
+        (_cell(best_lr=[3, 1, 0]), "cell['best_lr']"),
+        (_cell(best_lr=[-1, 1, 0]), "cell['best_lr']"),
     ],
+    ids=["negative-steps", "one-index", "beyond-the-grid", "negative-index"],
 )
 def test_summary_rows_messages(cell, name):
     with pytest.raises(ValueError, match=named(name)):
@@ -373,12 +333,6 @@ def test_results_table_is_the_markdown_the_chapter_displays():
         "| 256 | 32 | 1 | 1 | 0.1 | 3/3 | 40 | 20–60 | 0.200 ± 0.100 | — |\n"
         "| 256 | 64 | 1 | 1 | 0.1 | 3/3 | 40 | 20–60 | 0.200 ± 0.100 | — |"
     )
-
-
-def test_text_formats():
-    assert (tr.p_text(1e-5), tr.p_text(0.0431), tr.p_text(1.0)) == ("1.0e-05", "0.043", "1")
-    assert (tr.steps_text(np.inf), tr.steps_text(0.0), tr.steps_text(40.0), tr.steps_text(-20)) == ("never", "0", "+40", "-20")
-    assert (tr.loss_text(-0.0312), tr.loss_text(2e-4), tr.loss_text(0.0)) == ("-0.031", "+2.0e-04", "+0.000")
 
 
 def test_summary_rows_on_a_hand_built_cell():

@@ -180,12 +180,17 @@ def test_a_run_prints_each_job_longest_first_and_writes_each_file_when_its_last_
     assert written == expected_files(f"{PROG} --arms main adamw", jobs=2)
 
 
-def test_the_written_files_have_the_fields_of_the_stored_ones(harness, tmp_path, capsys):
-    runner.main(["--jobs", "2", "--data", str(tmp_path)])
-    record = json.loads((tmp_path / "training_toy_b.json").read_text())
-    assert list(record) == ["command", "factor", "settings", "machine", "seconds", "cells"]
-    assert list(record["machine"]) == ["python", "numpy", "cpus", "cpu", "jobs", "openblas_coretype"]
-    assert record["command"] == "python -m attnscale.training --arms main learned adamw lengths"
+def test_a_cell_is_written_to_six_digits_with_infinity_as_null(harness, tmp_path, monkeypatch, capsys):
+    """The stored sweeps' format: arrays and tuples as nested lists, NumPy integers as integers,
+    floats to six significant digits, an infinite step count (never reached the target) as null."""
+    def cell(n: int, d: int) -> dict:
+        return {"n": np.int64(n), "d": d, "best_lr": np.array([2, 0]), "area": np.array([[0.123456789, np.inf]]), "labels": ["1", "8"],
+                "x": (np.float32(2.5),)}
+
+    monkeypatch.setattr(runner, "outputs", lambda arms: [runner.Output("training_toy.json", {}, [(cell, {"n": 16, "d": 32}, 1.0)])])
+    assert runner.main(["--jobs", "1", "--data", str(tmp_path)]) == 0
+    written = json.loads((tmp_path / "training_toy.json").read_text())["cells"]
+    assert written == [{"n": 16, "d": 32, "best_lr": [2, 0], "area": [[0.123457, None]], "labels": ["1", "8"], "x": [2.5]}]
 
 
 def test_the_openblas_kernel_is_recorded_from_the_environment(harness, tmp_path, monkeypatch, capsys):

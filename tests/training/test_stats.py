@@ -5,7 +5,6 @@ correction, intervals, rate exponents, steps to target) against hand counts and 
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import warnings
 
@@ -15,104 +14,64 @@ import numpy as np
 import pytest
 
 from attnscale import training as tr
-from attnscale.training import DATA, conclusions, load_sweep, paired_comparison
+from attnscale.training import DATA, load_sweep, paired_comparison
 from attnscale.training.stats import at_grid_edge, final_loss_summary, holm, within_strata_correlation
 from expect import named
 
 
 INF = math.inf
 
+#: a valid cell for lr_exponent: two scales, best rates 0.1 and 1
+_CELL = {"alphas": [1.0, 2.0], "lrs": [0.1, 1.0], "best_lr": [0, 1]}
 
-_ONE_INDEX = "cell['best_lr'] must hold one index into each scale's rates "
 
-
+def _alphas(alphas):
+    return {"alphas": alphas, "lrs": [[1.0], [0.5]], "best_lr": [0, 0]}
 
 
 @pytest.mark.parametrize(
     ("call", "error", "name"),
     [
-        pytest.param(
-            lambda: tr.steps_to_target([0, INF], [0.1, 0.2], 0.5),
-            ValueError,
-            'step',
-            id="steps_to_target-step",
-        ),
-        pytest.param(
-            lambda: tr.steps_to_target([0, 1], [0.1, math.nan], 0.5),
-            ValueError,
-            'accuracy',
-            id="steps_to_target-accuracy",
-        ),
-        pytest.param(
-            lambda: tr.at_grid_edge([0], 1), ValueError, 'rates', id="at_grid_edge-rates"
-        ),
-        pytest.param(
-            lambda: tr.at_grid_edge([0, math.nan], 4), ValueError, 'best_lr', id="at_grid_edge-nan"
-        ),
-        # the valid indices of a grid of 4 rates are 0 to 3, and the message shows what it got
-        pytest.param(
-            lambda: tr.at_grid_edge([0, 4], 4),
-            ValueError,
-            'best_lr',
-            id="at_grid_edge-beyond",
-        ),
-        pytest.param(
-            lambda: tr.best_rates({"lrs": [0.1, -0.3], "best_lr": [0]}),
-            ValueError,
-            "cell['lrs']",
-            id="best_rates-negative",
-        ),
+        # best_rates: both entries, positive rates, one index per scale into a 1-d or 2-d table of rates
+        pytest.param(lambda: tr.best_rates({"lrs": [0.1, 0.3]}), ValueError, "cell", id="best_rates-no-best_lr"),
+        pytest.param(lambda: tr.best_rates({"lrs": [0.1, -0.3], "best_lr": [0]}), ValueError, "cell['lrs']", id="best_rates-negative"),
         # a single rate, not a grid: no index is valid (0 to -1), and the refusal is a ValueError, not an IndexError
-        pytest.param(
-            lambda: tr.best_rates({"lrs": 0.1, "best_lr": [0]}),
-            ValueError,
-            "cell['best_lr']",
-            id="best_rates-scalar",
-        ),
-        pytest.param(
-            lambda: tr.holm([math.nan]),
-            ValueError,
-            'p_values',
-            id="holm-nan",
-        ),
-        # 0 is a valid p-value: the message shows the first value outside [0, 1]
-        pytest.param(lambda: tr.holm([0.0, 1.5]), ValueError, 'p_values', id="holm-zero-then-above"),
-        pytest.param(lambda: tr.lr_exponent([]), ValueError, 'cells', id="lr_exponent-empty"),
-        pytest.param(
-            lambda: tr.lr_exponent([[1.0, 2.0]]), TypeError, 'cells', id="lr_exponent-entry"
-        ),
-        pytest.param(
-            lambda: tr.mean_interval([1.0, math.nan]), ValueError, 'values', id="mean_interval-values"
-        ),
-        pytest.param(
-            lambda: tr.paired_comparison([1, 2], [1, 2], resamples=10),
-            ValueError,
-            'resamples',
-            id="paired-resamples",
-        ),
-        pytest.param(
-            lambda: tr.paired_comparison([1, 2], [1, 2], seed=-1),
-            ValueError,
-            'seed',
-            id="paired-seed",
-        ),
-        pytest.param(
-            lambda: tr.paired_comparison([1, 2], [1, 2], level=math.nan),
-            ValueError,
-            'level',
-            id="paired-level-nan",
-        ),
-        pytest.param(
-            lambda: tr.paired_comparison([1, 2], [1, 2], level="0.9"),
-            TypeError,
-            'level',
-            id="paired-level-text",
-        ),
+        pytest.param(lambda: tr.best_rates({"lrs": 0.1, "best_lr": [0]}), ValueError, "cell['best_lr']", id="best_rates-scalar"),
+        pytest.param(lambda: tr.best_rates({"lrs": [0.1, 0.3, 1.0], "best_lr": [[1]]}), ValueError, "cell['best_lr']", id="best_rates-2d-index"),
+        pytest.param(lambda: tr.best_rates({"lrs": [0.1, 0.3, 1.0], "best_lr": 1}), ValueError, "cell['best_lr']", id="best_rates-one-index"),
+        pytest.param(lambda: tr.best_rates({"lrs": np.ones((2, 2, 3)), "best_lr": [1, 0]}), ValueError, "cell['best_lr']", id="best_rates-3d-rates"),
+        pytest.param(lambda: tr.best_rates({"lrs": [[0.1, 0.3]], "best_lr": [0, 1]}), ValueError, "cell['best_lr']", id="best_rates-two-for-one-row"),
+        # 0 is a valid p-value: the first value outside [0, 1] is refused, in any shape
+        pytest.param(lambda: tr.holm([0.0, 1.5]), ValueError, "p_values", id="holm-zero-then-above"),
+        pytest.param(lambda: tr.holm([[0.5, 1.0], [-0.25, 0.1]]), ValueError, "p_values", id="holm-2d-below-0"),
+        pytest.param(lambda: tr.lr_exponent([[1.0, 2.0]]), TypeError, "cells", id="lr_exponent-entry"),
+        pytest.param(lambda: tr.lr_exponent((_CELL,)), TypeError, "cells", id="lr_exponent-tuple"),
+        pytest.param(lambda: tr.lr_exponent(_CELL), TypeError, "cells", id="lr_exponent-dict"),
+        # alphas that have no logarithm, or not one per best rate; two equal alphas leave no slope to fit
+        pytest.param(lambda: tr.lr_exponent([_alphas([-1.0, 1.0])]), ValueError, "cells", id="lr_exponent-negative"),
+        pytest.param(lambda: tr.lr_exponent([_alphas([0.0, 1.0])]), ValueError, "cells", id="lr_exponent-zero"),
+        pytest.param(lambda: tr.lr_exponent([_alphas([math.nan, 1.0])]), ValueError, "cells", id="lr_exponent-nan"),
+        pytest.param(lambda: tr.lr_exponent([_alphas([1.0, INF])]), ValueError, "cells", id="lr_exponent-inf"),
+        pytest.param(lambda: tr.lr_exponent([_alphas([1.0, 2.0, 4.0])]), ValueError, "cells", id="lr_exponent-three-alphas-two-rates"),
+        pytest.param(lambda: tr.lr_exponent([{"alphas": [2.0, 2.0], "lrs": [0.1, 0.3, 1.0], "best_lr": [0, 2]}]), ValueError, "cells",
+                     id="lr_exponent-equal-alphas"),
+        # within_strata_correlation: labels that are objects, too few units, a constant variable, no stratum where both vary,
+        # fewer than 100 shuffles
+        pytest.param(lambda: within_strata_correlation([1, 2, 3, 4], [2, 1, 4, 3], [0, None, 1, 1]), TypeError, "strata", id="strata-object"),
+        pytest.param(lambda: within_strata_correlation([1, 2], [1, 2], [0, 0]), ValueError, "x", id="two-units"),
+        pytest.param(lambda: within_strata_correlation([5, 5, 5, 5], [2, 1, 4, 3], [0, 0, 1, 1]), ValueError, "x", id="constant-x"),
+        pytest.param(lambda: within_strata_correlation([1, 2, 3, 4], [7, 7, 7, 7], [0, 0, 1, 1]), ValueError, "x", id="constant-y"),
+        pytest.param(lambda: within_strata_correlation([1, 2, 1, 2], [1, 1, 2, 2], [0, 0, 1, 1]), ValueError, "x", id="no-stratum"),
+        pytest.param(lambda: within_strata_correlation([1, 2, 3], [1, 3, 2], [0, 0, 0], permutations=99), ValueError, "permutations",
+                     id="permutations-one-below-100"),
     ],
 )
-def test_messages_begin_with_the_arguments_name(call, error, name):
-    with pytest.raises(error, match=named(name)):
-        call()
+def test_a_refusal_names_the_argument(call, error, name):
+    """What tests/test_refusals.py's table does not try: conditions particular to these functions."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # a NaN from log(-1) or log(0) must not come first
+        with pytest.raises(error, match=named(name)):
+            call()
 
 
 def test_a_target_accuracy_of_one_is_allowed():
@@ -246,26 +205,6 @@ def test_the_interval_ends_are_the_two_sided_quantiles_of_the_replications(seed)
     assert r.prob_later_ci == (0.5, 0.5)
     assert r.ci == (0.0, 0.0)
 
-
-@pytest.mark.parametrize(
-    ("call", "error", 'name'),
-    [
-        pytest.param(lambda: tr.best_rates([0.1, 0.3]), TypeError, 'cell', id="best_rates-list"),
-        pytest.param(lambda: tr.best_rates({"lrs": [0.1, 0.3]}), ValueError, 'cell', id="best_rates-no-best_lr"),
-        pytest.param(lambda: tr.lr_exponent(({"alphas": [1.0, 2.0], "lrs": [0.1, 1.0], "best_lr": [0, 1]},)), TypeError,
-                     'cells', id="lr_exponent-tuple"),
-        pytest.param(lambda: tr.lr_exponent({"alphas": [1.0, 2.0]}), TypeError, 'cells', id="lr_exponent-dict"),
-        pytest.param(lambda: tr.sweep.tune(0, n=4, d=4, kind="dot", alphas=[1.0], slides=-1), ValueError, 'slides',
-                     id="tune-slides-negative"),
-        pytest.param(lambda: tr.sweep.tune(0, n=4, d=4, kind="dot", alphas=[1.0], slides=2.5), TypeError, 'slides',
-                     id="tune-slides-fraction"),
-    ],
-)
-def test_messages_name_the_argument(call, error, name):
-    with pytest.raises(error, match=named(name)):
-        call()
-
-
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_lr_exponent_works_in_double_precision_whatever_the_alphas_dtype(dtype):
     """Best rates 4, 1, 1/4 at alphas 1/4, 1, 4 (all exact in half precision): the rate
@@ -274,65 +213,6 @@ def test_lr_exponent_works_in_double_precision_whatever_the_alphas_dtype(dtype):
     pooled, per_cell = tr.lr_exponent([cell])
     assert pooled == pytest.approx(-1.0, rel=1e-12, abs=0)
     assert per_cell == [pytest.approx(-1.0, rel=1e-12, abs=0)]
-
-
-@pytest.mark.parametrize(
-    "alphas",
-    [[-1.0, 1.0], [0.0, 1.0], [math.nan, 1.0], [1.0, INF], [1.0, 2.0, 4.0]],
-    ids=["negative", "zero", "nan", "inf", "three-alphas-two-rates"],
-)
-def test_lr_exponent_refuses_bad_alphas_by_name(alphas):
-    cell = {"alphas": alphas, "lrs": [[1.0], [0.5]], "best_lr": [0, 0]}
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", RuntimeWarning)  # a NaN from log(-1) or log(0) must not come first
-        with pytest.raises(ValueError, match=named('cells')):
-            tr.lr_exponent([cell])
-
-
-def _stored(**entries):
-    """A stored cell of two scales, one seed and two rates, as a file might hold it."""
-    cell = {"n": 16, "d": 32, "kind": "dot", "optimizer": "sgd", "labels": ["1", "8"], "alphas": [0.5, 8.0], "lrs": [[0.3, 1.0], [0.1, 0.3]],
-            "slides": [0, -1], "best_lr": [1, 0], "steps_to_target": [[40.0], [None]], "steps_to_target_all": [[[60.0], [40.0]], [[None], [None]]],
-            "final_loss": [[0.25], [0.5]], "final_loss_all": [[[0.5], [0.25]], [[0.5], [0.75]]]}
-    cell.update(entries)
-    return {k: v for k, v in cell.items() if v is not None}
-
-
-def _load(tmp_path, cell):
-    path = tmp_path / "training_toy.json"
-    path.write_text(json.dumps({"optimizer": "sgd", "cells": [cell]}))
-    return tr.load_sweep(path)["cells"][0]
-
-
-def test_a_loaded_cell_does_not_depend_on_how_the_file_spells_its_numbers(tmp_path):
-    """The same cell with whole numbers spelled 1 or 1.0 (one JSON number either way)."""
-    whole = _stored(alphas=[1, 8], lrs=[[1, 3], [1, 3]], final_loss=[[0], [1]], final_loss_all=[[[1], [0]], [[1], [1]]], slides=[0, -1], best_lr=[1, 0])
-    point = _stored(alphas=[1.0, 8.0], lrs=[[1.0, 3.0], [1.0, 3.0]], final_loss=[[0.0], [1.0]], final_loss_all=[[[1.0], [0.0]], [[1.0], [1.0]]],
-                    slides=[0.0, -1.0], best_lr=[1.0, 0.0])
-    for stored in (whole, point):
-        c = _load(tmp_path, stored)
-        for key, value in (("alphas", [1.0, 8.0]), ("lrs", [[1.0, 3.0], [1.0, 3.0]]), ("final_loss", [[0.0], [1.0]]),
-                           ("final_loss_all", [[[1.0], [0.0]], [[1.0], [1.0]]]), ("steps_to_target", [[40.0], [INF]])):
-            assert isinstance(c[key], np.ndarray) and c[key].dtype.kind == "f", (key, c[key])
-            assert c[key].tolist() == value, key
-        for key, value in (("best_lr", [1, 0]), ("slides", [0, -1])):
-            assert isinstance(c[key], np.ndarray) and c[key].dtype.kind == "i", (key, c[key])
-            assert c[key].tolist() == value, key
-
-
-def test_a_loaded_cell_has_exactly_its_stored_entries(tmp_path):
-    stored = _stored()
-    c = _load(tmp_path, stored)
-    assert sorted(c) == sorted(stored)
-    assert c["labels"] == ["1", "8"] and (c["n"], c["d"], c["kind"], c["optimizer"]) == (16, 32, "dot", "sgd")
-    assert c["steps_to_target_all"].tolist() == [[[60.0], [40.0]], [[INF], [INF]]]
-
-
-def test_a_cell_stored_before_the_windows_slid_still_loads(tmp_path):
-    stored = _stored(slides=None)
-    c = _load(tmp_path, stored)
-    assert "slides" not in c and sorted(c) == sorted(stored)
-    assert c["best_lr"].tolist() == [1, 0] and c["best_lr"].dtype.kind == "i"
 
 
 def test_final_loss_summary_reduces_the_seed_axis_of_any_rank():
@@ -354,19 +234,6 @@ def test_final_loss_summary_reduces_the_seed_axis_of_any_rank():
 def test_final_loss_summary_accepts_a_loss_of_zero():
     s = final_loss_summary([[0.0, 0.0], [0.0, 0.5]])
     assert s["mean"].tolist() == [0.0, 0.25] and s["min"].tolist() == [0.0, 0.0]
-
-
-@pytest.mark.parametrize(
-    ("loss", "error", 'name'),
-    [
-        ([0.1, np.nan], ValueError, 'final_loss'),
-        ([0.5, 0.0, -0.2, -0.3], ValueError, 'final_loss'),
-        ([[0.1], [0.2]], ValueError, 'final_loss'),
-    ],
-)
-def test_final_loss_summary_names_the_offending_value(loss, error, name):
-    with pytest.raises(error, match=named(name)):
-        final_loss_summary(loss)
 
 
 def _monotone(strata: int = 5, size: int = 5):
@@ -442,93 +309,6 @@ def test_the_answer_does_not_depend_on_how_the_strata_are_interleaved():
     assert s.pooled == pytest.approx(r.pooled, rel=1e-14)
 
 
-@pytest.mark.parametrize(
-    ("args", "kwargs", "error", 'name'),
-    [
-        (
-            ([np.nan, 2, 3, 4], [1, 2, 3, 4], [0, 0, 1, 1]),
-            {},
-            ValueError,
-            'x',
-        ),
-        (
-            ([1, 2, 3, 4], [1, -INF, 3, 4], [0, 0, 1, 1]),
-            {},
-            ValueError,
-            'y',
-        ),
-        (([1, 2, 3, 4], "y", [0, 0, 1, 1]), {}, TypeError, 'y'),
-        (([1, 2, 3, 4], [2, 1, 4, 3], "ab"), {}, TypeError, 'strata'),
-        (([1, 2, 3, 4], [2, 1, 4, 3], None), {}, TypeError, 'strata'),
-        (
-            ([1, 2, 3, 4], [2, 1, 4, 3], [np.nan, 0, 1, 1]),
-            {},
-            TypeError,
-            'strata',
-        ),
-        (([1, 2, 3, 4], [2, 1, 4, 3], [0, None, 1, 1]), {}, TypeError, 'strata'),
-        (([1, 2, 3, 4], [2, 1, 4, 3], [0, 1]), {}, ValueError, 'strata'),
-        (([1, 2, 3, 4], [2, 1, 4, 3], [0, 0, 1, 1]), {"permutations": 99}, ValueError, 'permutations'),
-        (([1, 2, 3, 4], [2, 1, 4, 3], [0, 0, 1, 1]), {"seed": -1}, ValueError, 'seed'),
-        (([5, 5, 5, 5], [2, 1, 4, 3], [0, 0, 1, 1]), {}, ValueError, 'x'),
-        (([1, 2, 3, 4], [7, 7, 7, 7], [0, 0, 1, 1]), {}, ValueError, 'x'),
-        (([1, 2, 1, 2], [1, 1, 2, 2], [0, 0, 1, 1]), {}, ValueError, 'x'),
-    ],
-)
-def test_within_strata_correlation_messages(args, kwargs, error, name):
-    with pytest.raises(error, match=named(name)):
-        within_strata_correlation(*args, **kwargs)
-
-
-_ONE_INDEX2 = "cell['best_lr'] must hold one index into each scale's rates (0 to 2), got "
-
-
-
-
-@pytest.mark.parametrize(
-    ("call", "error", "name"),
-    [
-        # a 2-d best_lr, a single index and a 3-d table of rates: none is one index per scale
-        pytest.param(
-            lambda: tr.best_rates({"lrs": [0.1, 0.3, 1.0], "best_lr": [[1]]}),
-            ValueError,
-            "cell['best_lr']",
-            id="best_rates-2d-index",
-        ),
-        pytest.param(
-            lambda: tr.best_rates({"lrs": [0.1, 0.3, 1.0], "best_lr": 1}), ValueError, "cell['best_lr']", id="best_rates-one-index"
-        ),
-        pytest.param(
-            lambda: tr.best_rates({"lrs": np.ones((2, 2, 3)), "best_lr": [1, 0]}),
-            ValueError,
-            "cell['best_lr']",
-            id="best_rates-3d-rates",
-        ),
-        pytest.param(lambda: tr.holm([]), ValueError, 'p_values', id="holm-empty"),
-        pytest.param(lambda: tr.holm([0.2, 1.5]), ValueError, 'p_values', id="holm-above-1"),
-        pytest.param(lambda: tr.holm([[0.5, 1.0], [-0.25, 0.1]]), ValueError, 'p_values', id="holm-below-0"),
-        # two equal alphas: no slope to fit (the centred log alphas are all 0)
-        pytest.param(
-            lambda: tr.lr_exponent([{"alphas": [2.0, 2.0], "lrs": [0.1, 0.3, 1.0], "best_lr": [0, 2]}]),
-            ValueError,
-            'cells',
-            id="lr_exponent-equal-alphas",
-        ),
-        pytest.param(lambda: tr.mean_interval([1.0, 2.0, 3.0], level="0.9"), TypeError, 'level', id="mean_interval-level"),
-        pytest.param(
-            lambda: tr.paired_comparison([1.0, np.nan], [1.0, 2.0]), ValueError, 'a', id="paired-a"
-        ),
-        pytest.param(
-            lambda: tr.paired_comparison([1.0, 2.0], [-INF, 2.0]), ValueError, 'b', id="paired-b"
-        ),
-        pytest.param(lambda: tr.steps_to_target([0, 1], [0.1, 0.9], "0.8"), TypeError, 'target', id="steps_to_target-target"),
-    ],
-)
-def test_statistics_messages(call, error, name):
-    with pytest.raises(error, match=named(name)):
-        call()
-
-
 def test_the_effect_size_interval_ends_are_bootstrap_replications():
     """Eight pairs, five later and three earlier, no ties: a resample's prob_later is a count
     of later pairs over 8, and so must be each end of a percentile interval, whatever the seed."""
@@ -539,8 +319,6 @@ def test_the_effect_size_interval_ends_are_bootstrap_replications():
         ends = 8 * np.array(r.prob_later_ci)
         assert np.array_equal(ends, np.round(ends)), (seed, r.prob_later_ci)
         assert 0 <= ends[0] <= 5 <= ends[1] <= 8, (seed, r.prob_later_ci)
-
-
 
 
 def sign_test_p(k: int, m: int) -> float:
@@ -574,19 +352,6 @@ def test_all_ties_and_never_reached():
     assert (r.later, r.earlier, r.tied) == (3, 0, 1)
     assert r.median_difference == np.inf
     assert not np.isnan([r.median_difference, *r.ci, r.prob_later, *r.prob_later_ci]).any()
-    # -inf and +inf as the two middle differences: 0, not NaN
-    r = paired_comparison([np.inf, 20], [20, np.inf], resamples=500)
-    assert r.median_difference == 0.0 and not np.isnan(r.ci).any()
-
-
-def test_median_difference_and_reproducible_intervals():
-    rng = np.random.default_rng(3)
-    a, b = rng.normal(size=41), rng.normal(size=41)
-    r = paired_comparison(a, b)
-    assert r.median_difference == pytest.approx(np.median(a - b), rel=1e-15)
-    assert r.ci[0] <= r.median_difference <= r.ci[1]
-    assert r.prob_later_ci[0] <= r.prob_later <= r.prob_later_ci[1]
-    assert paired_comparison(a, b) == r  # fixed seed: the same interval every time
 
 
 def test_bootstrap_interval_covers_a_known_median():
@@ -664,55 +429,15 @@ def test_within_strata_correlation_with_ties_and_constant_strata():
     r = within_strata_correlation(x, y, [0, 0, 0, 1, 1, 1, 2, 2, 2], permutations=500)
     assert r.undefined == 2 and r.per_stratum == (1.0,)
     assert r.stratified == pytest.approx(1.0)
-    with pytest.raises(ValueError, match="no stratum"):
-        within_strata_correlation([1, 2, 1, 2], [1, 1, 2, 2], [0, 0, 1, 1])
 
 
-def test_grid_edges_final_losses_and_holm():
+def test_grid_edges_and_holm():
     assert at_grid_edge([0, 1, 2, 3], 4).tolist() == [True, False, False, True]
     assert at_grid_edge(np.array([[1, 4], [0, 2]]), 5).tolist() == [[False, True], [True, False]]
-    s = final_loss_summary([[0.1, 0.3, 0.2], [1.0, 1.0, 4.0]])
-    assert s["mean"].tolist() == pytest.approx([0.2, 2.0]) and s["median"].tolist() == [0.2, 1.0]
-    assert s["std"].tolist() == pytest.approx([0.1, math.sqrt(3)])
-    assert (s["min"].tolist(), s["max"].tolist()) == ([0.1, 1.0], [0.3, 4.0])
     # Holm by hand: sorted 0.01, 0.02, 0.03, 0.5 -> 4 x 0.01, max(3 x 0.02, .), max(2 x 0.03, .), 1 x 0.5
     assert holm([0.03, 0.5, 0.01, 0.02]).tolist() == pytest.approx([0.06, 0.5, 0.04, 0.06])
     assert holm([0.4, 0.3]).tolist() == pytest.approx([0.6, 0.6])
     assert holm([0.9, 0.8, 0.7]).tolist() == [1.0, 1.0, 1.0]
-
-
-@pytest.mark.parametrize(
-    ("call", "arg"),
-    [
-        (lambda: paired_comparison([1, np.nan], [1, 2]), "a"),
-        (lambda: paired_comparison([1, 2], [-np.inf, 2]), "b"),
-        (lambda: paired_comparison([1, 2], [1, 2, 3]), "a and b"),
-        (lambda: paired_comparison([], []), "a"),
-        (lambda: paired_comparison("ab", [1, 2]), "a"),
-        (lambda: paired_comparison([1, 2], [1, 2], resamples=10), "resamples"),
-        (lambda: paired_comparison([1, 2], [1, 2], seed=-1), "seed"),
-        (lambda: paired_comparison([1, 2], [1, 2], level=1.0), "level"),
-        (lambda: paired_comparison([1, 2], [1, 2], level=np.nan), "level"),
-        (lambda: within_strata_correlation([1, 2, 3], [1, 2, 3], [0, 0]), "strata"),
-        (lambda: within_strata_correlation([1, 2, 3], [1, 2, 3], None), "strata"),
-        (lambda: within_strata_correlation([1, 2, 3], [1, 2, np.nan], [0, 0, 0]), "y"),
-        (lambda: within_strata_correlation([1, 2], [1, 2], [0, 0]), "x and y"),
-        (lambda: within_strata_correlation([1, 1, 1], [1, 2, 3], [0, 0, 0]), "x and y"),
-        (lambda: within_strata_correlation([1, 2, 3], [1, 2, 3], [0, 0, 0], permutations=5), "permutations"),
-        (lambda: at_grid_edge([0, 4], 4), "best_lr"),
-        (lambda: at_grid_edge([0.5], 4), "best_lr"),
-        (lambda: at_grid_edge([0], 1), "rates"),
-        (lambda: final_loss_summary([0.1]), "final_loss"),
-        (lambda: final_loss_summary([0.1, np.nan]), "final_loss"),
-        (lambda: final_loss_summary([0.1, -0.2]), "final_loss"),
-        (lambda: holm([0.1, 1.5]), "p_values"),
-        (lambda: holm([np.nan]), "p_values"),
-        (lambda: holm([]), "p_values"),
-    ],
-)
-def test_bad_input_is_rejected_by_name(call, arg):
-    with pytest.raises((ValueError, TypeError), match=arg):
-        call()
 
 
 STEPS = hs.lists(hs.sampled_from([20.0, 40.0, 60.0, 80.0, np.inf]), min_size=1, max_size=12)
@@ -758,24 +483,6 @@ def test_mean_interval_against_the_t_table_and_by_simulation():
     assert mean_interval([1.0, 3.0], level=0.5)[1:] == pytest.approx((1.0, 3.0), rel=1e-12)  # t_1 quantile 0.75 is 1: mean -+ s / sqrt 2
 
 
-@pytest.fixture(scope="module")
-def stored():
-    return conclusions(DATA)
-
-
-def test_a_verdict_by_hand(stored):
-    """One verdict recomputed without the module: 2.5 against 1 with Adam, pooled over the six
-    dot cells, is later in most pairs and its sign test, after Holm over the twelve speed
-    comparisons, stays below 0.05 (its raw p times 12 already does)."""
-    cells = [c for c in load_sweep(DATA / "training_adam.json")["cells"] if c["kind"] == "dot"]
-    labels = cells[0]["labels"]
-    a = np.concatenate([c["steps_to_target"][labels.index("2.5")] for c in cells])
-    b = np.concatenate([c["steps_to_target"][labels.index("1")] for c in cells])
-    r = paired_comparison(a, b, resamples=100)
-    assert r.later > r.earlier and 12 * r.p_value < 0.05
-    assert stored[0]["sweep: adam 2.5 - 1, speed"] == "later"
-
-
 # ---- steps to target, the best rate and the rate exponent by hand ------------------------------------------------------------
 def test_steps_to_target_and_best_lr():
     step = np.array([0, 10, 20, 30])
@@ -804,22 +511,5 @@ def test_lr_exponent_recovers_a_power_law():
 def test_best_rates_reads_either_layout():
     assert tr.best_rates({"lrs": [[0.1, 0.3], [1.0, 3.0]], "best_lr": np.array([1, 0])}).tolist() == [0.3, 1.0]
     assert tr.best_rates({"lrs": [0.1, 0.3, 1.0], "best_lr": np.array([2, 0])}).tolist() == [1.0, 0.1]
-    with pytest.raises(ValueError, match="best_lr"):
-        tr.best_rates({"lrs": [[0.1, 0.3]], "best_lr": np.array([2])})
-    with pytest.raises(ValueError, match="best_lr"):
-        tr.best_rates({"lrs": [[0.1, 0.3]], "best_lr": np.array([0, 1])})
 
 
-@pytest.mark.parametrize(
-    ("call", "message"),
-    [
-        (lambda: tr.lr_exponent([]), "cells must hold at least one"),
-        (lambda: tr.steps_to_target([0, 1], [0.5, 0.6], 1.5), "target must be in"),
-        (lambda: tr.steps_to_target([0, 1], [0.5, 0.6], 0.0), "target must be in"),
-        (lambda: tr.best_lr_index(np.ones((2, 3))), "loss must have shape"),
-    ],
-    ids=["lr_exponent-no-cells", "target-above-1", "target-0", "best_lr_index-no-seed-axis"],
-)
-def test_the_rate_statistics_refuse_bad_input_with_their_rule(call, message):
-    with pytest.raises(ValueError, match=message):
-        call()

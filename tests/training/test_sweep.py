@@ -21,10 +21,7 @@ from attnscale.training import (
     best_lr_index,
     evaluation_steps,
     held_out_sets,
-    init_params,
     lattice_rate,
-    length_transfer,
-    load_lengths,
     load_sweep,
     rate_window,
     run_config,
@@ -34,23 +31,22 @@ from attnscale.training import (
     train,
     tune,
 )
-from attnscale.training.sweep import _PER_SCALE, _lattice_index
-from expect import named, refuses
+from expect import refuses
 
 
-#: entries the runner writes as integers: they stay integers whatever else happens
-_WHOLE = ("n", "d", "seed", "slides", "step", "val_step", "best_lr")
+#: entries that stay integers however the file spells its numbers: sizes, seeds and evaluation steps
+_INTEGERS = ("n", "d", "seed", "step", "val_step")
 
 
 def _stored() -> dict:
     """A learned-scale cell of two scales, two rates, one seed and three evaluations, with every
     number a whole one: (alphas, lrs, seeds) for the per-rate entries, (alphas, seeds) and
-    (alphas, seeds, evals) for those at the best rate. Every target is reached."""
+    (alphas, seeds, evals) for those at the best rate. One run never reaches the target (null)."""
     return {
         "n": 16, "d": 32, "kind": "dot", "optimizer": "adam", "weight_decay": 0, "seed": 16032,
-        "labels": ["1", "8"], "alphas": [1, 8], "lrs": [[1, 3], [1, 3]], "slides": [0, 1], "step": [0, 1, 2], "val_step": [0, 2],
+        "labels": ["1", "8"], "alphas": [1, 8], "lrs": [[1, 3], [1, 3]], "slides": [0, -1], "step": [0, 1, 2], "val_step": [0, 2],
         "val_area": [[[1], [2]], [[0], [1]]], "loss_area": [[[2], [1]], [[1], [0]]], "final_loss_all": [[[1], [0]], [[0], [1]]],
-        "steps_to_target_all": [[[2], [1]], [[1], [2]]], "diverged_at": [[[0], [0]], [[0], [2]]], "best_lr": [1, 0],
+        "steps_to_target_all": [[[2], [1]], [[1], [None]]], "diverged_at": [[[0], [0]], [[0], [2]]], "best_lr": [1, 0],
         "steps_to_target": [[1], [1]], "final_loss": [[0], [0]],
         "loss": [[[1, 1, 0]], [[1, 0, 0]]], "accuracy": [[[0, 1, 1]], [[0, 0, 1]]], "half_l1": [[[1, 0, 0]], [[1, 1, 0]]],
         "final_scale_all": [[[1], [2]], [[8], [4]]], "scale": [[[1, 2, 2]], [[8, 8, 4]]],
@@ -58,12 +54,12 @@ def _stored() -> dict:
 
 
 def _with_points(x, key=""):
-    """The same numbers as the runner spells them: floats with a decimal point."""
+    """The same numbers spelled with a decimal point, the indices best_lr and slides included."""
     if isinstance(x, dict):
         return {k: _with_points(val, k) for k, val in x.items()}
     if isinstance(x, list):
         return [_with_points(val, key) for val in x]
-    return float(x) if isinstance(x, int) and key not in _WHOLE else x
+    return float(x) if isinstance(x, int) and key not in _INTEGERS else x
 
 
 def _load(tmp_path, cell: dict) -> dict:
@@ -72,23 +68,30 @@ def _load(tmp_path, cell: dict) -> dict:
     return load_sweep(path)["cells"][0]
 
 
-FLOAT_ENTRIES = ("loss", "loss_area", "accuracy", "half_l1", "diverged_at", "scale", "final_scale_all", "val_area",
-                 "steps_to_target", "steps_to_target_all")
-
-
 @pytest.mark.parametrize("spelling", ["whole", "point"])
-@pytest.mark.parametrize("key", FLOAT_ENTRIES)
-def test_a_loaded_cell_has_its_numbers_in_floats_however_the_file_spells_them(tmp_path, key, spelling):
+def test_a_loaded_cell_has_its_measurements_in_floats_and_its_indices_in_integers(tmp_path, spelling):
+    """Whether the file spells a number 1 or 1.0, a loaded cell has exactly the stored entries:
+    every per-scale measurement a float64 array (a target never reached, null, as inf), the
+    evaluation steps, best rates and slides integer arrays."""
     stored = _stored() if spelling == "whole" else _with_points(_stored())
     c = _load(tmp_path, stored)
-    assert isinstance(c[key], np.ndarray) and c[key].dtype == np.float64, (key, c[key])
-    assert c[key].tolist() == _stored()[key]
+    assert sorted(c) == sorted(stored)
+    expected = _stored()
+    expected["steps_to_target_all"][1][1] = [math.inf]
+    for key, value in expected.items():
+        if not isinstance(value, list) or key == "labels":
+            assert c[key] == value, key
+            continue
+        integers = key in ("step", "best_lr", "slides")
+        assert isinstance(c[key], np.ndarray) and c[key].dtype == (np.int64 if integers else np.float64), (key, c[key])
+        assert c[key].tolist() == value, key
 
 
-def test_a_loaded_cell_has_its_evaluation_steps_in_integers(tmp_path):
-    c = _load(tmp_path, _with_points(_stored()))
-    assert isinstance(c["step"], np.ndarray) and c["step"].dtype.kind == "i", c["step"]
-    assert c["step"].tolist() == [0, 1, 2]
+def test_a_cell_stored_before_the_windows_slid_still_loads(tmp_path):
+    stored = {k: val for k, val in _with_points(_stored()).items() if k != "slides"}
+    c = _load(tmp_path, stored)
+    assert sorted(c) == sorted(stored)
+    assert c["best_lr"].tolist() == [1, 0] and c["best_lr"].dtype == np.int64
 
 
 def _window(centre: float) -> list[int]:
@@ -96,22 +99,21 @@ def _window(centre: float) -> list[int]:
     return rate_window("sgd", "dot", 1.0, {"lrs": {"sgd": {"dot": [centre, 0]}}, "rates": {"dot": 2}})
 
 
-@pytest.mark.parametrize("centre", [1e-31, 3e-32, 1e-33, 1e-100, 5e-324])
-def test_a_window_centred_below_the_lattice_starts_at_its_floor(centre):
-    """1e-30 = lattice_rate(-60) is the lattice point nearest anything below it."""
-    assert _window(centre) == [-60, -59]
-
-
 @pytest.mark.parametrize(
-    ("load", "path", 'name'),
+    ("centre", "nearest"),
     [
-        (load_sweep, 3, 'path'),
-        (load_sweep, 3.0, 'path'),
-        (load_lengths, b"x.json", 'path'),
+        (0.012, -4),  # 1e-2: the sweep's Adam centre
+        (0.02, -3),  # 3e-2 (ratio 1.5) beats 1e-2 (ratio 2)
+        (1.9, 1),  # 3 (ratio 1.58) beats 1 (ratio 1.9), though 1 is nearer on a linear scale
+        (9e-30, -58),  # 1e-29, ratio 1.11
+        (5e-30, -59),  # 3e-30 (ratio 1.67) beats 1e-29 (ratio 2)
+        (3.2e-30, -59),  # 3e-30, ratio 1.07
+        # the bottom of the lattice, lattice_rate(-60) = 1e-30, nearest 2e-30 and anything below it
+        (2e-30, -59), (1e-30, -60), (1e-31, -60), (3e-32, -60), (1e-33, -60), (1e-100, -60), (5e-324, -60),
     ],
 )
-def test_a_path_of_the_wrong_type_is_refused_by_its_type(load, path, name):
-    refuses(TypeError, name, load, path)
+def test_a_window_starts_at_the_lattice_point_nearest_its_centre(centre, nearest):
+    assert _window(centre) == [nearest, nearest + 1]
 
 
 _LRS = {"adam": {"dot": [0.01, 0]}}
@@ -120,7 +122,6 @@ _LRS = {"adam": {"dot": [0.01, 0]}}
 @pytest.mark.parametrize(
     ("cfg", "error", 'name'),
     [
-        ([_LRS], TypeError, 'cfg'),
         ({"lrs": _LRS}, ValueError, 'cfg'),
         ({"lrs": _LRS, "rates": {"dot": 1}}, ValueError, 'rates'),
         ({"lrs": _LRS, "rates": {"dot": 2.5}}, TypeError, 'rates'),
@@ -128,10 +129,6 @@ _LRS = {"adam": {"dot": [0.01, 0]}}
 )
 def test_rate_window_refuses_a_bad_cfg_by_name(cfg, error, name):
     refuses(error, name, rate_window, "adam", "dot", 1.0, cfg)
-
-
-def test_run_config_refuses_a_negative_seed_by_name():
-    refuses(ValueError, 'seed', run_config, 16, 32, "dot", seed=-1)
 
 
 def test_run_config_trains_the_smallest_cell_with_seed_zero():
@@ -146,12 +143,17 @@ def test_run_config_trains_the_smallest_cell_with_seed_zero():
 def test_sweep_scales_takes_the_shortest_length(kind, count):
     labels, alphas = sweep_scales(2, 2, kind)
     assert len(labels) == len(alphas) == count and all(a > 0 for a in alphas)
-    refuses(ValueError, 'n', sweep_scales, 1, 2, kind)
+    refuses(ValueError, 'd', sweep_scales, 16, 1, kind)
+
+
+#: the entries of a cell indexed by scale first (the sweep's format)
+PER_SCALE = ("labels", "alphas", "lrs", "slides", "val_area", "loss_area", "final_loss_all", "steps_to_target_all", "diverged_at",
+             "best_lr", "steps_to_target", "final_loss", "loss", "accuracy", "half_l1")
 
 
 def _cell():
     labels = ["0.25", "1", "8"]
-    cell = {key: np.arange(3 * 4, dtype=float).reshape(3, 4) + 100 * i for i, key in enumerate(_PER_SCALE) if key != "labels"}
+    cell = {key: np.arange(3 * 4, dtype=float).reshape(3, 4) + 100 * i for i, key in enumerate(PER_SCALE) if key != "labels"}
     cell["labels"] = labels
     cell["n"] = 16  # entries that are not per scale pass through unchanged
     return cell
@@ -161,7 +163,7 @@ def test_a_restricted_cell_keeps_lists_as_lists_and_arrays_as_arrays():
     cell = _cell()
     part = select_scales(cell, ["8", "0.25"])
     assert part["labels"] == ["0.25", "8"] and isinstance(part["labels"], list)
-    for key in _PER_SCALE:
+    for key in PER_SCALE:
         if key != "labels":
             assert isinstance(part[key], np.ndarray), key
             np.testing.assert_array_equal(part[key], cell[key][[0, 2]], err_msg=key)
@@ -172,40 +174,6 @@ def test_a_cell_without_its_per_scale_entries_is_refused_by_name():
     cell = _cell()
     del cell["loss"], cell["alphas"]
     refuses(ValueError, 'cell', select_scales, cell, ["1"])
-
-
-def test_a_cell_is_written_as_json_to_six_digits_with_infinity_as_null():
-    """The stored sweeps' format (training/runner.py writes every cell through it): arrays as
-    nested lists, NumPy integers as integers, floats to six significant digits, an infinite
-    step count (never reached the target) as null, which load_sweep reads back as inf."""
-    from attnscale.training.sweep import _jsonable
-
-    cell = {"best_lr": np.array([2, 0]), "n": np.int64(16), "area": np.array([[0.123456789, np.inf]]), "labels": ["1", "8"], "x": (np.float32(2.5),)}
-    out = _jsonable(cell)
-    assert out == {"best_lr": [2, 0], "n": 16, "area": [[0.123457, None]], "labels": ["1", "8"], "x": [2.5]}
-    assert type(out["n"]) is int and type(out["best_lr"][0]) is int
-
-
-@pytest.mark.parametrize(
-    ("centre", "nearest"),
-    [
-        (0.012, -4),  # 1e-2: the sweep's Adam centre
-        (0.02, -3),  # 3e-2 (ratio 1.5) beats 1e-2 (ratio 2)
-        (9e-30, -58),  # 1e-29, ratio 1.11
-        (5e-30, -59),  # 3e-30 (ratio 1.67) beats 1e-29 (ratio 2)
-        (3.2e-30, -59),  # 3e-30, ratio 1.07
-    ],
-)
-def test_a_window_starts_at_the_lattice_point_nearest_its_centre(centre, nearest):
-    assert _window(centre) == [nearest, nearest + 1]
-
-
-@pytest.mark.parametrize(("centre", "nearest"), [(2e-30, -59), (1e-30, -60)])
-def test_a_window_can_start_at_the_bottom_of_the_lattice(centre, nearest):
-    """1e-30 is lattice_rate(-60), the lowest rate the lattice allows, and 3e-30 is the point
-    nearest 2e-30. Both once raised 'k must be an integer >= -60, got -61': the lattice
-    index tried k0 - 1 = -61 first."""
-    assert _window(centre) == [nearest, nearest + 1]
 
 
 def test_tune_evaluates_on_the_schedule_of_its_dense_and_resolution_settings():
@@ -239,25 +207,6 @@ TINY = {"steps": 3, "seeds": 1, "batch": 2, "eval_size": 2, "validation_size": 1
 
 def _rng():
     return np.random.default_rng(0)
-
-
-@pytest.mark.parametrize('call, name', [
-    (lambda: held_out_sets(0, 4, 3, 1, 2, CFG), 'factor'),
-    (lambda: held_out_sets(0, 4, 3, 2, 0, CFG), 'eval_size'),
-    (lambda: init_params(_rng(), 0, 1, 2), 'seeds'),
-    (lambda: init_params(_rng(), 1, 0, 2), 'models'),
-    (lambda: sample_batch(_rng(), 0, 1, 2, 2), 'seeds'),
-    (lambda: sample_batch(_rng(), 1, 0, 2, 2), 'batch'),
-    (lambda: sweep_scales(1, 32, "dot"), 'n'),
-    (lambda: sweep_scales(16, 1, "dot"), 'd'),
-    (lambda: tune(0, n=4, d=2, kind="dot", alphas=[-1.0], **TINY), 'alphas'),
-    (lambda: tune(0, n=4, d=2, kind="dot", alphas=[], **TINY), 'alphas'),
-    (lambda: tune(0, n=4, d=2, kind="dot", alphas=[1.0], **{**TINY, "validation_size": 0}),
-     'validation_size'),
-])
-def test_a_refusal_begins_with_the_argument_and_gives_its_minimum(call, name):
-    with pytest.raises(ValueError, match=named(name)):
-        call()
 
 
 def test_the_smallest_documented_values_are_accepted():
@@ -294,23 +243,6 @@ def test_tune_without_slides_is_train_with_the_same_settings():
         np.testing.assert_allclose(out[key], getattr(ref, key), rtol=1e-12, atol=0)
 
 
-
-
-@pytest.fixture(scope="module")
-def live():
-    """The smallest cell trained again from its seed (about 5 s; shared by the tests below)."""
-    return length_transfer(16, 32)
-
-
-def test_the_model_at_scale_one_is_the_sweeps(live):
-    """Trained from the dot cell's seed, the model at 1 picks the sweep's best rate and
-    ends at the sweep's final held-out losses, seed by seed (stored to six digits)."""
-    cell = next(c for c in load_sweep(DATA / "training_adam.json")["cells"] if (c["kind"], c["n"], c["d"]) == ("dot", 16, 32))
-    a = cell["labels"].index("1")
-    assert live["best_lr"][0] == cell["best_lr"][a] and live["lrs"][0, live["best_lr"][0]] == cell["lrs"][a, cell["best_lr"][a]]
-    np.testing.assert_allclose(live["final_loss"][0], cell["final_loss"][a], rtol=1e-5)
-
-
 # ---- the scales and the windows of rates ---------------------------------------------------------------------------------------
 def test_sweep_scales():
     """The scales compared, and the learned arm's starting points: alpha*(n) among the dot
@@ -324,23 +256,14 @@ def test_sweep_scales():
 
 def test_the_rate_lattice_and_its_windows():
     assert [lattice_rate(k) for k in range(-6, 3)] == [0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0]
-    for k in range(-12, 8):
-        assert _lattice_index(lattice_rate(k)) == k
-        assert _lattice_index(lattice_rate(k) * 1.2) == k and _lattice_index(lattice_rate(k) / 1.2) == k
-    # 4 lies nearer 3 than 10 on a log scale (log 4/3 = 0.29 < log 10/4 = 0.92)
-    assert _lattice_index(4.0) == 1
+    for k in range(-12, 8):  # a window starts at the lattice point nearest its centre
+        assert _window(lattice_rate(k)) == _window(lattice_rate(k) * 1.2) == _window(lattice_rate(k) / 1.2) == [k, k + 1]
     cfg = SWEEP
     assert [lattice_rate(k) for k in rate_window("sgd", "dot", 0.25, cfg)] == [0.3, 1.0, 3.0, 10.0, 30.0]
     assert [lattice_rate(k) for k in rate_window("sgd", "dot", 8.0, cfg)] == [0.01, 0.03, 0.1, 0.3, 1.0]
     assert [lattice_rate(k) for k in rate_window("adam", "dot", 8.0, cfg)] == [0.001, 0.003, 0.01, 0.03, 0.1]
     assert [lattice_rate(k) for k in rate_window("adam", "cosine", 64.0, cfg)] == [0.003, 0.01, 0.03, 0.1]
     assert [lattice_rate(k) for k in rate_window("sgd", "cosine", math.sqrt(32), cfg)] == [1.0, 3.0, 10.0, 30.0]
-    with pytest.raises(ValueError, match="optimizer"):
-        rate_window("lion", "dot", 1.0)
-    with pytest.raises(ValueError, match="alpha must be"):
-        rate_window("adam", "dot", 0.0)
-    with pytest.raises(TypeError, match="k must be an integer"):
-        lattice_rate(0.5)
 
 
 # ---- tuning: the windows slide ----------------------------------------------------------------------------------------------------
@@ -386,13 +309,6 @@ def test_a_window_slides_down_and_keeps_the_weights_of_its_runs():
 
 
 # ---- one cell's run -----------------------------------------------------------------------------------------------------------------
-def test_run_config_refuses_an_unknown_optimizer_or_a_negative_decay_with_its_rule():
-    with pytest.raises(ValueError, match="optimizer must be 'adam' or 'sgd'"):
-        run_config(16, 32, "dot", "lion")
-    with pytest.raises(ValueError, match="weight_decay"):
-        run_config(16, 32, "dot", "adam", weight_decay=-1.0, steps=1, seeds=1)
-
-
 def test_a_subset_of_scales_is_the_full_cell_restricted():
     """Training only some scales gives the full cell's runs at those scales:
     the models of a seed share weights and batches whatever the scales."""
@@ -482,10 +398,6 @@ def test_compare_cells_notices_a_changed_result():
     assert not compare_cells(wild, cell).reproduces
     with pytest.raises(ValueError, match="same cell"):
         compare_cells({**cell, "labels": cell["labels"][:-1]}, cell)
-    with pytest.raises(TypeError, match="fresh must be a dict"):
-        compare_cells(None, cell)
-    with pytest.raises(ValueError, match="lacks the entries"):
-        compare_cells({"labels": []}, cell)
 
 
 @pytest.mark.stored_sweep
