@@ -68,8 +68,6 @@ def test_number_returns_its_text_and_glues_exactly_that_text(glued, value, spec,
 
 
 def test_number_takes_numpy_scalars_and_defaults_to_three_significant_digits(glued):
-    import numpy as np
-
     assert page.number("ch00-a", np.float64(2.01437)) == "2.01"
     assert page.number("ch00-b", np.int64(7), "d") == "7"
     assert page.number("ch00-c", np.float32(0.5), ".1f") == "0.5"
@@ -133,12 +131,6 @@ def test_a_bad_spec_is_refused_by_name_and_nothing_is_glued(glued, value, spec, 
     assert glued == {}
 
 
-def test_text_refuses_a_phrase_that_is_not_a_string(glued):
-    with pytest.raises(TypeError, match=r"^shown "):
-        page.text("ch00-x", 2.0)
-    assert glued == {}
-
-
 def test_figure_glues_one_png_image_of_a_legible_figure(glued):
     fig, ax = figure(width=4, height=3)
     ax.plot([0, 1], [0, 1], label="a line")
@@ -159,20 +151,9 @@ def test_figure_refuses_unreadable_text_and_glues_nothing(glued):
     assert glued == {}
 
 
-def test_figure_refuses_a_bad_key_or_a_non_figure(glued):
-    fig, _ = figure(width=4, height=3)
-    with pytest.raises(ValueError, match=r"^key "):
-        page.figure("fig 00", fig)
-    with pytest.raises(TypeError, match=r"^fig must be a matplotlib Figure"):
-        page.figure("fig-00-x", "not a figure")
-    assert glued == {}
-
-
 def test_a_cell_ending_with_a_glue_call_displays_nothing(monkeypatch):
     """The returned text is a str, and IPython shows nothing for it as a cell's last value."""
     from IPython.core.interactiveshell import InteractiveShell
-
-    from attnscale import page
 
     monkeypatch.setattr(page, "_glue", lambda key, value: None)
     shown = page.number("k", 2.1, ".2f")
@@ -196,10 +177,6 @@ def test_mean_sd_shows_the_mean_and_the_sample_standard_deviation():
 
     assert mean_sd([3.0, 3.1, 3.2]) == "3.100 ± 0.100"
     assert mean_sd(np.array([1.0, 2.0]), ".1f") == "1.5 ± 0.7"
-    with pytest.raises(ValueError, match=r"^values "):
-        mean_sd([1.0])
-    with pytest.raises(ValueError, match=r"^values "):
-        mean_sd([1.0, float("nan")])
 
 
 def test_listing_joins_names_as_english():
@@ -207,8 +184,4 @@ def test_listing_joins_names_as_english():
 
     assert listing(["a"]) == "a" and listing(("a", "b")) == "a and b" and listing(iter(["0.25", "2", "8"])) == "0.25, 2 and 8"
     with pytest.raises(ValueError, match=r"^items "):
-        listing([])
-    with pytest.raises(ValueError, match=r"^items "):
-        listing(["", "b"])
-    with pytest.raises(TypeError, match=r"^items "):
-        listing([1.5])
+        listing(["", "b"])  # an empty name (tests/test_refusals.py tries the other bad items)

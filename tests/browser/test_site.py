@@ -95,15 +95,12 @@ FIGURES = """() => [...document.querySelectorAll('.cell_output img, .bd-article 
 
 DARK_STYLE = """() => {
   const img = document.querySelector('.bd-article figure img, .cell_output img');
-  const code = document.querySelector('table code');
-  const style = (el) => el ? getComputedStyle(el) : null;
-  const s = style(img), c = style(code);
-  return {filter: s && s.filter, background: s && s.backgroundColor,
-          code: c && c.color, page: getComputedStyle(document.body).backgroundColor};
+  const s = img ? getComputedStyle(img) : null;
+  return {filter: s && s.filter, background: s && s.backgroundColor};
 }"""
 
 THEMES = ("light", "dark")
-THEME_PAGES = ("01_softmax_jacobian", "11_claims_register")  # a chapter with figures; the register's ids
+THEME_PAGES = ("01_softmax_jacobian",)  # a chapter with figures
 
 
 def styles_in_each_theme(page) -> dict:
@@ -284,27 +281,16 @@ def test_figure_text_renders_at_least_ten_css_pixels(survey, width):
     assert not small, f"text below {MIN_TEXT_PX} CSS px at {width} px: {small}"
 
 
-def _luminance(css: str) -> float:
-    channels = [int(x) / 255 for x in css[css.index("(") + 1:css.index(")")].split(",")[:3]]
-    lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
-    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
-
-
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("theme", THEMES)
-def test_figures_and_table_ids_are_legible_in_both_themes(survey, theme, width):
-    """Figures are shown undimmed on white in both themes, and the register's
-    ids keep a readable contrast (WCAG ratio >= 4.5) against the page, at a
-    desktop's and a phone's width (styles read in the shared survey of the two
-    pages, see :func:`styles_in_each_theme`)."""
-    found = {name: survey(SITE / "chapters" / f"{name}.html")["styles"][width][theme] for name in THEME_PAGES}
-    figure = found["01_softmax_jacobian"]
+def test_figures_are_undimmed_on_white_in_both_themes(survey, theme, width):
+    """Figures are shown undimmed on white in both themes, at a desktop's and a phone's width
+    (styles read in the shared survey, see :func:`styles_in_each_theme`). The contrast of
+    every text, the register's ids among them, is test_every_text_has_enough_contrast_in_both_themes'."""
+    figure = survey(SITE / "chapters" / "01_softmax_jacobian.html")["styles"][width][theme]
     assert figure["filter"] in (None, "none"), figure
     if theme == "dark":
         assert figure["background"] == "rgb(255, 255, 255)", figure
-    ids = found["11_claims_register"]
-    darker, lighter = sorted([_luminance(ids["code"]), _luminance(ids["page"])])
-    assert (lighter + 0.05) / (darker + 0.05) >= 4.5, ids
 
 
 def fields_of(r: dict) -> list[str]:
@@ -394,25 +380,17 @@ def test_the_contrast_check_catches_faint_text(browser, tmp_path):
 
 
 def test_the_checks_catch_a_broken_page(browser, tmp_path):
+    """visit's problems and the layout, through survey_page as the page test reads them."""
     (tmp_path / "broken.html").write_text(BROKEN_PAGE)
+    (tmp_path / "wide.html").write_text('<!doctype html><html><body><div style="width:900px">too wide</div></body></html>')
     with serve(tmp_path) as url:
-        page = browser.new_page()
-        try:
-            problems = visit(page, url + "broken.html")
-        finally:
-            page.close()
-        # and the same page through survey_page, which is what the page test reads
-        surveyed = survey_page(browser, url + "broken.html")["problems"]
-    for found in (problems, surveyed):
+        found = survey_page(browser, url + "broken.html")["problems"]
         assert any("\\frac" in m or "$$" in m for m in found["math"]), found
         assert found["images"] == ["missing.png"], found
         assert any("missing.png" in r for r in found["requests"]), found
         assert any("boom" in c for c in found["console"]), found
-    with serve(tmp_path) as url:
         page = browser.new_page(viewport={"width": 390, "height": 844})
         try:
-            (tmp_path / "wide.html").write_text('<!doctype html><html><body><div style="width:900px">too wide</div></body></html>')
-            wide = layout_problems(page, url + "wide.html")
             equation = '<mjx-container display="true" style="display:block;width:900px;overflow:visible">E = mc^2</mjx-container>'
             (tmp_path / "eq.html").write_text(f'<!doctype html><html><body style="overflow-x:hidden">{equation}</body></html>')
             loose = layout_problems(page, url + "eq.html")
@@ -425,7 +403,6 @@ def test_the_checks_catch_a_broken_page(browser, tmp_path):
         wide_layout = survey_page(browser, url + "wide.html")["layout"]
         wide_desktop, wide_resized = wide_layout[1280], wide_layout[390]
     assert wide_desktop["sideways"] <= 1 and wide_resized["sideways"] > 400, (wide_desktop, wide_resized)
-    assert wide["sideways"] > 400, wide
     assert loose["overflowing"] == ["E = mc^2"], loose
     assert boxed["overflowing"] == [] and boxed["sideways"] <= 1, boxed
     links = broken_links(tmp_path, [tmp_path / "broken.html"])

@@ -129,42 +129,16 @@ def test_each_row_shows_its_claim_its_verdict_and_where_it_is_discussed(tree):
             assert bool(typeset) == ("\\(" in td.text()), (rid, td.text())
 
 
-@pytest.mark.parametrize("text, shown, links", [
-    ("see [the bound](#eq-b) and [](#sec-x)", "see the bound and sec-x",
-     [("05_gaussian_scores.html#equation-eq-b", "the bound"), ("05_gaussian_scores.html#sec-x", "sec-x")]),
-    ("at $x$ [](#sec-y)", "at \\(x\\) sec-y", [("05_gaussian_scores.html#sec-y", "sec-y")]),
-    ("n = $2$", "n = \\(2\\)", []),
-])
-def test_links_in_a_chapter_claim_point_into_its_chapter(text, shown, links):
-    rec = dict(RECORDS[0], chapter_claim=text)
-    claim = _rows(_Tree(register_page([rec])).root)["g-1"].elements("td")[2]
-    assert claim.text() == shown
-    assert [(a.attrs["href"], a.text()) for a in claim.elements("a")] == links
-
-
 def test_note_menu_and_verdict_menu(tree):
+    """The note menu names each source in words, a post's main text and its appended notes apart; no file name."""
     note, verdict = tree.elements("select")
     assert note.attrs["id"] == "claims-note" and verdict.attrs["id"] == "claims-verdict"
-    assert [(o.attrs["value"], o.text()) for o in note.elements("option")][:3] == [
-        ("", "every source"), ("su2023", "Su (2023), main text"), ("su2023-notes", "Su (2023), appended notes")]
     assert [o.attrs["value"] for o in note.elements("option")] == [""] + PARTS
+    assert [o.text() for o in note.elements("option")] == [
+        "every source", "Su (2023), main text", "Su (2023), appended notes", "Su (2023), readers' comments", "the tutorial chapter",
+        "Su (2022), main text", "Su (2022), appended notes", "the short note"]
     assert [(o.attrs["value"], o.text()) for o in verdict.elements("option")] == [
         ("", "every verdict"), ("holds", "holds"), ("approximate", "approximate"), ("wrong", "wrong"), ("not checkable", "not checkable")]
-
-
-def test_note_menu_labels_are_whole_phrases(tree):
-    """Each note's label in the menu is a phrase a reader can take in: no parenthesis left open."""
-    note = tree.elements("select")[0]
-    unbalanced = [o.text() for o in note.elements("option") if o.text().count("(") != o.text().count(")")]
-    assert unbalanced == []
-
-
-def test_every_note_menu_label(tree):
-    """The menu names each source in words, a post's main text and its appended notes apart; no file name."""
-    note = tree.elements("select")[0]
-    assert [o.text() for o in note.elements("option")][1:] == [
-        "Su (2023), main text", "Su (2023), appended notes", "Su (2023), readers' comments", "the tutorial chapter",
-        "Su (2022), main text", "Su (2022), appended notes", "the short note"]
 
 
 @pytest.mark.parametrize("source, part", [
@@ -209,16 +183,11 @@ def test_no_stray_text_between_the_elements(tree):
 
 
 def test_bad_rows_messages():
-    with pytest.raises(TypeError, match=r"^rows must be a non-empty list of evaluated records \(dicts\), got list$"):
-        register_page([])
+    """Beyond tests/test_refusals.py's table: the record, and what is wrong with it, named."""
     with pytest.raises(ValueError, match=re.escape("rows: record 'g-1' has the verdict 'maybe', not one of ")):
         register_page([dict(RECORDS[0], verdict="maybe")])
-    with pytest.raises(ValueError, match=re.escape("rows: record 'y' lacks ['source', 'statement', 'claimed', 'value', 'verdict', 'where']")):
-        register_page([{"id": "y"}])
-    with pytest.raises(TypeError, match=r"non-empty list of evaluated records \(dicts\), got tuple$"):
+    with pytest.raises(TypeError, match=r"^rows .*got tuple$"):
         register_page(tuple(RECORDS))
-    with pytest.raises(TypeError, match=r"got dict$"):
-        register_page(RECORDS[0])
     lacking = {k: v for k, v in RECORDS[2].items() if k != "value"}
     with pytest.raises(ValueError, match=re.escape("rows: record 'g-3' lacks ['value']")):
         register_page([RECORDS[0], lacking])
@@ -272,8 +241,6 @@ def test_maths_goes_to_mathjax_and_text_is_escaped():
 def test_show_value():
     assert show_value(None) == "" and show_value(np.bool_(False)) == "statement false" and show_value(True) == "statement true"
     assert show_value([0.123456, 2]) == "0.1235, 2" and show_value(3.0) == "3"
-    with pytest.raises(TypeError, match="value"):
-        show_value("abc")
 
 
 def test_ids_and_labels_are_escaped():

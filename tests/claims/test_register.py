@@ -32,10 +32,6 @@ def test_every_field_it_names_is_read_and_no_other():
     assert numbers_of({"claimed_value": [0.25]}) == {0.25}
 
 
-def test_a_record_that_is_not_a_dict_is_refused_by_name():
-    refuses(TypeError, 'rec', numbers_of, [1.0])
-
-
 VERDICT_CASES = [
     # booleans decide directly; negate: the recomputation tests the opposite of the claim
     ("true", {"claimed": "p is one-hot"}, True, "holds"),
@@ -75,10 +71,9 @@ def test_the_verdict_rule_on_hand_worked_records(fields, value, expected):
     assert verdict({"id": "x", **fields}, value) == expected
 
 
+# beyond tests/test_refusals.py's table (a record not a dict, nothing claimed, a NaN value)
 VERDICT_REFUSALS = [
-    ("not-a-dict", TypeError, 'record', "r", 1.0),
     ("no-id", ValueError, 'record', {'claimed': 1.0}, 1.0),
-    ("nothing-claimed", ValueError, 'record', {"id": "x"}, 1.0),
     ("nothing-claimed-bool", ValueError, 'record', {"id": "x", "negate": True}, True),
     (
         "words-without-value",
@@ -94,7 +89,6 @@ VERDICT_REFUSALS = [
         {"id": "x", 'claimed': [1.0, float("inf")]},
         [1.0, 2.0],
     ),
-    ('value-nan', ValueError, 'value', {"id": "x", 'claimed': 1.0}, float("nan")),
 ]
 
 
@@ -103,11 +97,9 @@ def test_verdict_refuses_a_record_it_cannot_judge_naming_what_is_wrong(exc, name
     refuses(exc, name, verdict, record, value)
 
 
-def test_recompute_runs_the_named_recomputation_and_refuses_a_bad_record_by_name():
+def test_recompute_runs_the_named_recomputation_and_refuses_a_record_without_an_id():
     assert recompute({"id": "x", "recompute": "head_product", "inputs": {"h": 8, "d_k": 64}}) == 512.0
-    refuses(TypeError, 'record', recompute, "r")
     refuses(ValueError, 'record', recompute, {"recompute": "head_product", "inputs": {"h": 8, "d_k": 64}})
-    refuses(ValueError, 'record', recompute, {"id": "x", "recompute": "nope"})
 
 
 WHERE = {"doc": "chapters/02_dot_products", "label": "sec-dot-claims"}
@@ -171,11 +163,10 @@ def test_load_register_refuses_a_bad_record_naming_it(tmp_path, rec):
     refuses(ValueError, "record 'a'", load_register, write(tmp_path, [record(id="ok"), rec]))
 
 
-def test_load_register_refuses_a_duplicate_id_a_non_list_and_a_non_path(tmp_path):
+def test_load_register_refuses_a_duplicate_id_and_a_non_list(tmp_path):
     refuses(ValueError, 'duplicate', load_register, write(tmp_path, [record(), record(id="b"), record()]))
     path = write(tmp_path, record())
     refuses(ValueError, str(path), load_register, path)
-    refuses(TypeError, 'path', load_register, 3.0)
 
 
 def test_the_register_is_read_as_utf8_whatever_the_locale(tmp_path, monkeypatch):
@@ -211,10 +202,8 @@ def test_a_record_with_neither_a_recomputation_nor_a_paper_is_refused():
     refuses(ValueError, 'record', evaluate_register, [record(recompute=None)])
 
 
-def test_evaluate_register_refuses_bad_records_by_name():
+def test_evaluate_register_refuses_a_single_record_for_a_list():
     refuses(TypeError, 'records', evaluate_register, record())
-    refuses(TypeError, 'records', evaluate_register, [3])
-    refuses(ValueError, 'records', evaluate_register, [{"id": "x"}])
 
 # ---- the register in this repository -----------------------------------------------
 
@@ -225,23 +214,17 @@ SEEDS = Path(os.environ.get("ATTNSCALE_SEEDS", ROOT.parent / "shared" / "seeds")
 RECORDS = load_register(REGISTER)
 
 
-def test_every_checkable_record_names_a_recomputation():
-    for rec in RECORDS:
-        if rec["verdict"] != "not checkable" and not rec.get("checked_against"):
-            assert rec["recompute"] in RECOMPUTE, rec["id"]
-
-
 def test_every_recomputation_is_used_by_a_record():
     used = {r.get("recompute") for r in RECORDS}
     assert sorted(set(RECOMPUTE) - used) == []
 
 
-def test_a_verdict_read_in_a_paper_carries_no_number():
-    """Numbers from a paper go through published_values; only statements about a paper's
-    content may be settled by reading it (checked_against), and those carry no number."""
+def test_a_verdict_read_in_a_paper_says_what_the_paper_says():
+    """Numbers from a paper go through published_values, which name their source and values; a
+    statement settled by reading a paper (checked_against, which load_register keeps free of
+    numbers) says in its note what the paper says."""
     for rec in RECORDS:
         if rec.get("checked_against"):
-            assert "recompute" not in rec and isinstance(rec["claimed"], str) and "claimed_value" not in rec, rec["id"]
             assert rec.get("note"), f"{rec['id']}: say what the paper says"
         if rec.get("recompute") == "published_values":
             assert rec["published"]["source"] and rec["published"]["values"], rec["id"]
@@ -329,12 +312,6 @@ def test_the_register_has_one_record_per_checkable_statement():
     assert shared == [("000_051da7c3837b8577.txt", "appended notes, 8.3, eq. (68)")]
 
 
-def test_a_wrong_verdict_is_caught():
-    rec = next(r for r in RECORDS if r["id"] == "tut-softmax-1")
-    assert verdict(rec, [0.506, 0.307, 0.187]) == "holds"  # had the source been right
-    assert verdict(dict(rec, verdict="holds"), [0.5465, 0.3315, 0.122]) == "wrong"
-
-
 def test_a_refutation_must_confirm_the_correction():
     """A check that finds a claim wrong must also accept the register's correction: a broken
     check rejects both, and then it says so instead of passing for a refutation."""
@@ -348,8 +325,7 @@ def test_a_refutation_must_confirm_the_correction():
 
 def test_one_bound_for_approximately(tmp_path):
     """Every record that can hold approximately uses the register's one bound, and a record
-    with another bound is refused; the bound decides as documented: within it "approximate",
-    beyond it "wrong", whatever the record's own rtol."""
+    with another bound is refused (how a bound decides: VERDICT_CASES)."""
     from attnscale.claims import APPROXIMATE_RTOL
 
     bounds = {r["id"]: r["approx_rtol"] for r in RECORDS if "approx_rtol" in r}
@@ -359,7 +335,3 @@ def test_one_bound_for_approximately(tmp_path):
     bad.write_text(yaml.safe_dump([dict(rec, approx_rtol=0.2)]))
     with pytest.raises(ValueError, match="one bound for 'approximate'"):
         load_register(bad)
-    base = {"id": "x", "claimed": 1.0, "rtol": 0.01, "approx_rtol": APPROXIMATE_RTOL}
-    assert verdict(base, 1.0 / (1 - 0.9 * APPROXIMATE_RTOL)) == "approximate"
-    assert verdict(base, 1.0 / (1 - 1.1 * APPROXIMATE_RTOL)) == "wrong"
-    assert verdict({k: v for k, v in base.items() if k != "approx_rtol"}, 1.0 / (1 - 0.5 * APPROXIMATE_RTOL)) == "wrong"

@@ -9,6 +9,8 @@ and a ``chapter_claim`` keeps all its maths between dollars.
 
 from __future__ import annotations
 
+import ast
+import json
 import re
 from pathlib import Path
 
@@ -150,16 +152,8 @@ def test_a_note_why_and_claimed_text_keep_their_maths_between_dollars(rec):
 def test_chapter_11_states_how_many_records_are_typeset():
     """Chapter 11 gives the number of records with a chapter_claim, glued from the cell that counts them
     (and the stored glue is that count now)."""
-    import ast
-    import json
-    from pathlib import Path
-
-    import yaml
-
-    root = Path(__file__).resolve().parents[2]
-    records = yaml.safe_load((root / "chapters" / "claims.yml").read_text(encoding="utf-8"))
-    typeset = sum("chapter_claim" in r for r in records)
-    cells = json.loads((root / "chapters" / "11_claims_register.ipynb").read_text(encoding="utf-8"))["cells"]
+    typeset = sum("chapter_claim" in r for r in RECORDS)
+    cells = json.loads((ROOT / "chapters" / "11_claims_register.ipynb").read_text(encoding="utf-8"))["cells"]
     prose = " ".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
     assert "{glue:text}`ch11-typeset` records that have a formula" in " ".join(prose.split())
     (cell,) = [c for c in cells if c["cell_type"] == "code" and 'page.number("ch11-typeset", sum("chapter_claim" in r for r in records)' in "".join(c["source"])]

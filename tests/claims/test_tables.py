@@ -97,12 +97,8 @@ def test_a_bad_note_is_refused_naming_the_record(text, complaint):
     refuses(ValueError, 'record', chapter_table, DOC, [_record(id="t-9", note=text)])
 
 
-def test_bad_records_messages():
-    refuses(TypeError, 'records', chapter_table, DOC, (_record(),))
-    lacking = {k: v for k, v in _record(id="t-2").items() if k not in ("verdict", "where")}
-    refuses(ValueError, 'records', chapter_table, DOC, [_record(), lacking])
-    refuses(ValueError, 'records',
-                   chapter_table, DOC, [_record(), _record(id="t-3", verdict="maybe")])
+def test_a_record_with_an_unknown_verdict_is_refused():
+    refuses(ValueError, 'records', chapter_table, DOC, [_record(), _record(id="t-3", verdict="maybe")])
 
 
 # ---- the chapters' tables from the register in this repository ----------------------
@@ -263,22 +259,15 @@ def test_a_changed_verdict_changes_the_table():
     assert len(changed) == 1 and "**wrong**" in changed[0][0] and "**holds**" in changed[0][1]
 
 
-def test_chapter_fields_follow_the_rules():
-    """chapter_claim and chapter_verdict: Markdown without MyST roles or verdict words."""
-    for rec in RECORDS:
-        for field in ("chapter_claim", "chapter_verdict"):
-            if field in rec:
-                assert isinstance(rec[field], str) and rec[field].strip(), (rec["id"], field)
-                assert not re.search(r"\{[a-z:]+\}`", rec[field]), (rec["id"], field, "MyST role")
-                assert not BOLD_VERDICT.search(rec[field]), (rec["id"], field, "verdict word")
-                assert rec[field].count("$") % 2 == 0, (rec["id"], field, "unbalanced $")
+def test_every_chapter_verdict_balances_its_dollars():
+    """chapter_table refuses an empty chapter field, a MyST role or a verdict word (above), and
+    builds every chapter's table; a chapter_claim's maths is checked in test_register_texts."""
+    assert [r["id"] for r in RECORDS if r.get("chapter_verdict", "").count("$") % 2] == []
 
 
-def test_an_unknown_chapter_is_refused_and_a_pipe_is_escaped():
+def test_a_pipe_is_escaped():
     rec = dict(next(r for r in RECORDS if r["id"] == "su23-jacobian"))
     doc = rec["where"]["doc"]
-    with pytest.raises(ValueError, match="doc"):
-        chapter_table("chapters/99_nothing", RECORDS)
     assert r"a \| b" in chapter_table(doc, [dict(rec, chapter_claim="a | b")])
 
 
