@@ -325,6 +325,17 @@ def test_softmax_refuses_bad_scores_naming_s_and_saying_what_is_wrong(s, axis, s
     assert shown in str(info.value)
 
 
+def test_a_fully_masked_slice_along_the_given_axis_is_refused_in_a_batch():
+    """One masked row among valid ones, and the same batch transposed with axis=0: the check
+    follows the axis, so the masked column is refused too rather than giving NaN."""
+    s = np.array([[0.0, 1.0], [-np.inf, -np.inf]])
+    for f in (softmax, logsumexp, log_softmax):
+        for batch, axis in ((s, -1), (s.T, 0)):
+            with pytest.raises(ValueError, match=named("s")) as info:
+                f(batch, axis=axis)
+            assert "masked" in str(info.value), f
+
+
 def test_power_weights_defaults_axis_and_extreme_scales():
     # the default power is 2: relu(s)^2 / sum relu(s)^2
     np.testing.assert_allclose(power_weights([1.0, 2.0, -1.0]), [0.2, 0.8, 0.0], rtol=1e-15)
