@@ -131,6 +131,15 @@ def test_a_bad_spec_is_refused_by_name_and_nothing_is_glued(glued, value, spec, 
     assert glued == {}
 
 
+@pytest.mark.parametrize(("call", "kind", "name"), [(lambda: page.text("ch00-x", 2.0), TypeError, "shown"),
+                                                    (lambda: page.figure("fig 00", figure(width=4, height=3)[0]), ValueError, "key"),
+                                                    (lambda: page.figure("fig-00-x", "not a figure"), TypeError, "fig")])
+def test_a_refused_text_or_figure_glues_nothing(glued, call, kind, name):
+    with pytest.raises(kind, match=f"^{name} "):
+        call()
+    assert glued == {}
+
+
 def test_figure_glues_one_png_image_of_a_legible_figure(glued):
     fig, ax = figure(width=4, height=3)
     ax.plot([0, 1], [0, 1], label="a line")

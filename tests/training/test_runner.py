@@ -191,6 +191,7 @@ def test_a_cell_is_written_to_six_digits_with_infinity_as_null(harness, tmp_path
     assert runner.main(["--jobs", "1", "--data", str(tmp_path)]) == 0
     written = json.loads((tmp_path / "training_toy.json").read_text())["cells"]
     assert written == [{"n": 16, "d": 32, "best_lr": [2, 0], "area": [[0.123457, None]], "labels": ["1", "8"], "x": [2.5]}]
+    assert type(written[0]["n"]) is int and type(written[0]["best_lr"][0]) is int  # 16.0 == 16 would pass the line above
 
 
 def test_the_openblas_kernel_is_recorded_from_the_environment(harness, tmp_path, monkeypatch, capsys):

@@ -236,6 +236,12 @@ def test_final_loss_summary_accepts_a_loss_of_zero():
     assert s["mean"].tolist() == [0.0, 0.25] and s["min"].tolist() == [0.0, 0.0]
 
 
+def test_final_loss_summary_refuses_rows_of_one_seed():
+    """Two rows of one seed each: no standard deviation per row (the refusal table tries only a flat one-seed row)."""
+    with pytest.raises(ValueError, match=named("final_loss")):
+        final_loss_summary([[0.1], [0.2]])
+
+
 def _monotone(strata: int = 5, size: int = 5):
     """Perfectly rank-correlated units in every stratum: no shuffle but the identity (or
     all reversals) reaches |rho| = 1, a chance of 2 / 120^5 per shuffle for five of five."""
