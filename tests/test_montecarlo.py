@@ -44,6 +44,14 @@ def test_gap_density_against_simulation():
     assert abs(empirical - gap_density_at_zero(8)) < 4 * se + 0.05 * empirical
 
 
+def test_typical_row_optimum_ignores_a_shift_of_each_row_however_large():
+    """softmax(alpha s) does not change when a row is shifted: rows 2,000 above the others (far
+    beyond exp's range if the batch shared one shift) give the same optimum."""
+    rows = np.random.default_rng(0).standard_normal((50, 8))
+    moved = rows + np.where(np.arange(50) < 25, 2000.0, -3.0)[:, None]
+    assert typical_row_optimum(moved) == pytest.approx(typical_row_optimum(rows), rel=1e-12)
+
+
 def test_typical_row_optimum_matches_a_dense_grid():
     """The bounded search agrees with the argmax of the mean log over a dense grid,
     computed by the other kernel (collision_and_gradient)."""
