@@ -63,7 +63,7 @@ pdf: $(STAMP)
 
 # Mutation testing with mutmut (the [mutate] extra, installed on first use), in a
 # scratch copy; prints the score per module. By default the mathematical core (about an
-# hour for its 3,200 mutants on this 2-core machine); MUTATE_ARGS="SCRATCH MODULE ..."
+# hour for its 3,700 mutants on this 2-core machine); MUTATE_ARGS="SCRATCH MODULE ..."
 # picks other modules; SAMPLE=150 SEED=2026 runs a seeded uniform sample of the mutants
 # and scores it with a 95% interval. Not part of make test; CONTRIBUTING.md, "Mutation testing".
 mutate: $(STAMP)
