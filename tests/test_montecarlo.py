@@ -46,10 +46,11 @@ def test_gap_density_against_simulation():
 
 def test_typical_row_optimum_ignores_a_shift_of_each_row_however_large():
     """softmax(alpha s) does not change when a row is shifted: rows 2,000 above the others (far
-    beyond exp's range if the batch shared one shift) give the same optimum."""
+    beyond exp's range if the batch shared one shift) give the same optimum, to the search's
+    documented accuracy (1e-4 in log alpha; the shift moves the scores by rounding, ~1e-13)."""
     rows = np.random.default_rng(0).standard_normal((50, 8))
     moved = rows + np.where(np.arange(50) < 25, 2000.0, -3.0)[:, None]
-    assert typical_row_optimum(moved) == pytest.approx(typical_row_optimum(rows), rel=1e-12)
+    assert typical_row_optimum(moved) == pytest.approx(typical_row_optimum(rows), rel=1e-4)
 
 
 def test_typical_row_optimum_matches_a_dense_grid():
