@@ -5,7 +5,8 @@
 #   SCRATCH_DIR  where the scratch copy goes (default /tmp/mut/repo); it is wiped first
 #   MODULE       module paths under lib/attnscale to mutate, without .py (e.g. optimum,
 #                exact/_sums, claims/_normal), or a subpackage (training: all its modules);
-#                default: the core modules (_roots holds the root finder of optimum)
+#                default: the core modules (_roots holds the root finder of optimum,
+#                _elementary the special functions that stand in for SciPy's)
 # Env: PYTHON (default: <repo>/.venv/bin/python, which must have mutmut, pytest, hypothesis),
 #      JOBS (parallel workers, default nproc), SHARED (the shared/ dir for test_claims, optional),
 #      SAMPLE, SEED: run only a uniform sample of SAMPLE mutants, drawn before any runs with
@@ -22,7 +23,7 @@ set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SCRATCH="${1:-/tmp/mut/repo}"; shift || true
 MODULES=("$@")
-[ ${#MODULES[@]} -eq 0 ] && MODULES=(softmax entropy optimum _roots _validate special scores montecarlo)
+[ ${#MODULES[@]} -eq 0 ] && MODULES=(softmax entropy optimum _roots _elementary _validate special scores montecarlo)
 PY="${PYTHON:-$REPO/.venv/bin/python}"
 JOBS="${JOBS:-$(nproc)}"
 start=$(date +%s)

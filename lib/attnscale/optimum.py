@@ -14,9 +14,9 @@ from typing import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import gammaln
 
 from . import _validate as v
+from ._elementary import gammaln
 from ._roots import regula_falsi
 from .scores import _bessel_dims
 from .special import _log_hyp0f1, _log_ive, _ratio_and_complement

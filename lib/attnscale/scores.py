@@ -14,9 +14,9 @@ import numbers
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import betainc, betaln, gammaln
 
 from . import _validate as v
+from ._elementary import gammaln
 from .special import _log_hyp0f1, _log_ive, _ratio_and_complement
 
 __all__ = [
@@ -62,6 +62,8 @@ def cosine_logpdf(s: ArrayLike, d: ArrayLike) -> NDArray[np.float64] | float:
     if (np.abs(s_) >= 1).any():
         raise ValueError(f"s must lie in (-1, 1), got {v._show(s_[np.abs(s_) >= 1][0])}")
     d_ = _dims(d)
+    from scipy.special import betaln  # here, not at the top: importing scipy.special is slow
+
     return v.scalar_or_array(0.5 * (d_ - 3.0) * np.log1p(-s_ * s_) - betaln(0.5, 0.5 * (d_ - 1.0)))
 
 
@@ -75,6 +77,8 @@ def cosine_kernel_mass(d: ArrayLike, exponent: ArrayLike) -> NDArray[np.float64]
     e = v.finite(exponent, "exponent")
     if (e <= -1).any():
         raise ValueError(f"exponent must be > -1 (the integral diverges), got {v._show(e[e <= -1][0])}")
+    from scipy.special import betaln  # here, not at the top: importing scipy.special is slow
+
     return v.scalar_or_array(np.exp(betaln(0.5, e + 1.0) - betaln(0.5, 0.5 * (d_ - 1.0))))
 
 
@@ -85,6 +89,8 @@ def cosine_cdf(s: ArrayLike, d: ArrayLike) -> NDArray[np.float64] | float:
     if (np.abs(s_) > 1).any():
         raise ValueError(f"s must lie in [-1, 1], got {v._show(s_[np.abs(s_) > 1][0])}")
     half = 0.5 * (_dims(d) - 1.0)
+    from scipy.special import betainc  # here, not at the top: importing scipy.special is slow
+
     return v.scalar_or_array(betainc(half, half, 0.5 * (1.0 + s_)))
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import betaincinv, betaln, expit, log_expit, ndtri
+from .._elementary import STIRLING, expit, log_expit, ndtri
 
 H = 0.25  # step in u = alpha s (and in y) wherever the kernel sets the resolution
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -55,10 +55,6 @@ def normal_nodes(alpha: float, lower: float, upper: float) -> Nodes:
     return Nodes(alpha * s, np.exp(-0.5 * s * s - _LOG_SQRT_2PI) * hs)
 
 
-# Bernoulli numbers B_2k / (2k (2k-1)), k = 1..8, for Stirling's series of log Gamma
-_STIRLING = [1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188, -691 / 360360, 1 / 156, -3617 / 122400]
-
-
 def log_beta_half(a: float) -> float:
     """``log B(1/2, a)``, accurate to ~1e-16 absolute for every ``a > 0``.
 
@@ -68,9 +64,11 @@ def log_beta_half(a: float) -> float:
     sum_k c_k ((a + 1/2)^(1-2k) - a^(1-2k))`` (Stirling's series, 8 terms).
     """
     if a < 10.0:
+        from scipy.special import betaln  # here, not at the top: importing scipy.special is slow
+
         return float(betaln(0.5, a))
     ratio = 0.5 * math.log(a) + a * math.log1p(0.5 / a) - 0.5
-    for k, c in enumerate(_STIRLING, start=1):
+    for k, c in enumerate(STIRLING, start=1):
         ratio += c * ((a + 0.5) ** (1 - 2 * k) - a ** (1 - 2 * k))
     return 0.5 * math.log(math.pi) - ratio
 
@@ -148,6 +146,8 @@ def quantile_nodes(d: int | None, n_max: float) -> tuple[NDArray, NDArray, NDArr
         return w, s, logf, -s
     a = 0.5 * (d - 1.0)
     p = 0.5 * (d - 3.0)
+    from scipy.special import betaincinv  # here, not at the top: importing scipy.special is slow
+
     xq = betaincinv(a, a, expit(-np.abs(w)))  # the smaller of (1 - s)/2 and (1 + s)/2
     near = np.log(2.0 * xq)
     far = np.log1p(-xq) + math.log(2.0)

@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import gammaln
 
 from .. import _validate as v
+from .._elementary import gammaln
 from . import _grid, _sums
 from ._common import ALPHA_MAX, Out, _by_alpha, _dimension, _law, _lengths, _nodes, _scales
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import expit
 
+from .._elementary import expit
 from ..scores import log_mgf_cosine
 from .. import _validate as v
 from . import _sums
