@@ -85,8 +85,9 @@ SERIES_INSIDE = [(99.0, 95.0), (150.0, 110.0), (2047.0, 400.0), (2047.0, 452.0),
 @pytest.mark.parametrize("nu, x", SERIES_EDGE + SERIES_INSIDE)
 def test_bessel_ratio_is_accurate_throughout_the_series_region_including_its_edge(nu, x):
     """The series region x^2/4 <= 25 (nu + 1), edge included, gives the ratio and complement to 1e-14."""
-    # regions 4 and 6 (series bound shrunk) and 5 (edge excluded) hand some of these points to ive
-    # or Debye, where the ratio is off by up to 2e-12 (nu = 99, x = 95) and 8e-13 (nu = 1023, x = 320)
+    # a shrunk series bound, or its edge excluded, hands some of these points to Debye's expansion or
+    # (order 2.5) to ive, where the ratio is off by up to 8e-13 (nu = 1023, x = 320); integer orders
+    # below 100 would go to Poisson's integral, as accurate as the series, so they catch nothing here
     assert 0.25 * x * x <= 25.0 * (nu + 1.0)
     if (nu, x) in SERIES_EDGE:
         assert 0.25 * x * x == 25.0 * (nu + 1.0)
@@ -102,8 +103,9 @@ HANKEL_INSIDE = [(0.0, 2500.0), (1.5, 3000.0), (5.0, 1e4)]
 @pytest.mark.parametrize("nu, x", HANKEL_LOW_END + HANKEL_INSIDE)
 def test_bessel_ratio_complement_is_accurate_in_the_hankel_region_down_to_its_low_end(nu, x):
     """Above x = max(2000, 50 (nu + 1)^2), also just above it, Hankel's expansion gives 1 - I_{nu+1}/I_nu to 1e-14."""
-    # regions 18 (2001), 20 (51 (nu+1)^2) and 23 (50 (nu+2)^2) move some of these points to ive or
-    # Debye, whose complement -expm1(log ive(nu+1) - log ive(nu)) is off by 1.7e-13 to 2e-12 here
+    # a Hankel region starting at 2001, 51 (nu+1)^2 or 50 (nu+2)^2 moves some of these points to ive
+    # (order 0.5) or Debye (order 150), whose complement -expm1(log ive(nu+1) - log ive(nu)) is off by
+    # 1.7e-13 to 2e-12 here; integer orders below 100 go to Poisson's integral, which is not
     assert x > max(2000.0, 50.0 * (nu + 1.0) ** 2)
     _check(nu, x)
 
@@ -150,6 +152,19 @@ ARGS = [1e-8, 1e-3, 0.5, 3, 10, 30, 100, 300, 1000, 2500, 5000, 2e4, 1e5, 1e6, 1
 
 def mp_log_besseli(nu, x):
     return mp.log(mp.besseli(nu, x, maxterms=10**6))
+
+
+@pytest.mark.parametrize("nu", [0, 1, 2, 5, 10, 31, 63, 99])
+def test_poisson_integral_gives_integer_orders_full_accuracy_between_the_series_and_hankel_regions(nu):
+    """For integer orders below 100, where x^2/4 > 25 (nu + 1) and x <= max(2000, 50 (nu + 1)^2), the
+    trapezoid rule on Poisson's integral gives log ive, the ratio and (as a mean of positive terms, not
+    a difference of logs) its complement to 1e-14 (measured: about 1e-15)."""
+    low, high = 10.0 * np.sqrt(nu + 1.0), max(2000.0, 50.0 * (nu + 1.0) ** 2)
+    for x in np.geomspace(low * 1.001, high * 0.999, 9):
+        scaled, ratio, complement = _mp_reference(nu, float(x))
+        assert abs(log_besseli_scaled(nu, x) - scaled) <= 1e-14 * max(1.0, abs(scaled)), x
+        assert bessel_ratio(nu, x) == pytest.approx(ratio, rel=1e-14, abs=0), x
+        assert bessel_ratio_complement(nu, x) == pytest.approx(complement, rel=1e-14, abs=0), x
 
 
 @pytest.mark.parametrize("nu", ORDERS)
