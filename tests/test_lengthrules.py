@@ -301,6 +301,22 @@ def test_constant_entropy_round_trips_beyond_the_alpha_grid():
     assert 1.0 < a < math.exp(4.0)
 
 
+@pytest.mark.parametrize("target", [None, 0.5, "first cell", "beyond the grid"])
+def test_constant_entropy_for_one_length_equals_its_value_among_many(target):
+    """A few lengths bisect the grid on their own, many share one evaluation of it; E H falls
+    strictly, so both find the same first sign change and return the same scale, bit for bit:
+    for the default target, a small one, a root in the grid's first cell and one found by
+    doubling beyond it."""
+    lengths = np.array([3000.0, 4096.0, 1e5, 1e9, 600.0, 2048.0, 7e3, 1e12, 900.0, 5e4])
+    if target == "first cell":
+        target = float(E.expected_entropy(600.0, math.exp(-11.5)))
+    elif target == "beyond the grid":
+        target = float(E.expected_entropy(3000.0, 300.0))
+    every = L.alpha_constant_entropy(lengths, target=target)
+    for m, a in zip(lengths, every):
+        assert L.alpha_constant_entropy(m, target=target) == a, m
+
+
 def test_solved_rules_refuse_targets_outside_their_range():
     n = 2048.0
     # a needle weight at or below its value at alpha = e^-12 (1/n as alpha -> 0)

@@ -172,44 +172,94 @@ def chiang_cholak(n: ArrayLike) -> Out:
     return v.scalar_or_array(np.log(v.lengths(n, "n")))
 
 
-#: the grid in ``log alpha`` (``e^-12`` to ``e^4``) on which the solved rules look for their root first
-LOG_ALPHA_GRID = np.arange(-12.0, 4.0 + 1e-9, 0.25)
+#: the grid in ``log alpha`` (``e^-12`` to ``e^4``) on which the solved rules look for their root
+#: first: step 1 up to ``e^-2`` (``alpha < 0.14``, where the weights stay near uniform and
+#: change slowly with ``log alpha``), then step 1/4
+LOG_ALPHA_GRID = np.concatenate([np.arange(-12.0, -2.0, 1.0), np.arange(-2.0, 4.0 + 1e-9, 0.25)])
 
 
-def _solve(f: Callable[[float], float], on_grid: NDArray[np.float64], name: str) -> float:
+def _solve(f: Callable[[float], float], on_grid: NDArray[np.float64] | None, name: str) -> float:
     """The smallest ``alpha`` in ``[e^-12, 1e4]`` with ``f(log alpha) = 0``, where ``f < 0``
     at the low end. ``on_grid`` holds ``f`` on :data:`LOG_ALPHA_GRID`, extended by factors
     of 2 up to ``1e4`` while ``f`` still rises; the first sign change brackets the root.
     Without one, the largest value found is refined by bounded minimisation (``f`` may
-    rise to a peak and fall again) and must reach 0. Then regula falsi (:mod:`attnscale._roots`)
+    rise to a peak and fall again) and must reach 0. ``on_grid=None`` declares that ``f``
+    rises strictly: the same first sign change is then found by bisection over the grid's
+    indices (6 values of ``f`` instead of 35). Then regula falsi (:mod:`attnscale._roots`)
     to a bracket of width ``1e-14``."""
+    lo, hi = _bracket_rising(f, name) if on_grid is None else _bracket(f, on_grid, name)
+    return math.exp(bracketed_root(f, float(lo), float(hi), xtol=1e-14, rtol=4 * np.finfo(float).eps))
+
+
+_TOP = math.log(exact.ALPHA_MAX) - 1e-9
+
+
+def _reached_already(name: str) -> ValueError:
+    return ValueError(f"{name}: the target is reached already at alpha = e^-12 (it lies at or beyond the alpha -> 0 limit)")
+
+
+def _out_of_reach(name: str) -> ValueError:
+    return ValueError(f"{name}: the target is out of reach for alpha <= {exact.ALPHA_MAX:g}")
+
+
+def _bracket(f: Callable[[float], float], on_grid: NDArray[np.float64], name: str) -> tuple[float, float]:
     if not on_grid[0] < 0:
-        raise ValueError(f"{name}: the target is reached already at alpha = e^-12 (it lies at or beyond the alpha -> 0 limit)")
+        raise _reached_already(name)
     x, y = list(LOG_ALPHA_GRID), list(on_grid)
-    top = math.log(exact.ALPHA_MAX) - 1e-9
-    while max(y) < 0 and y[-1] >= y[-2] and x[-1] < top:
-        x.append(min(x[-1] + math.log(2.0), top))
+    while max(y) < 0 and y[-1] >= y[-2] and x[-1] < _TOP:
+        x.append(min(x[-1] + math.log(2.0), _TOP))
         y.append(f(x[-1]))
     xs, ys = np.array(x), np.array(y)
     up = np.flatnonzero(ys >= 0)
     if up.size:
-        lo, hi = xs[up[0] - 1], xs[up[0]]
-    else:
-        i = int(np.argmax(ys))
-        if i == xs.size - 1:
-            raise ValueError(f"{name}: the target is out of reach for alpha <= {exact.ALPHA_MAX:g}")
-        from scipy.optimize import minimize_scalar  # here, not at the top: importing scipy.optimize is slow
+        return xs[up[0] - 1], xs[up[0]]
+    i = int(np.argmax(ys))
+    if i == xs.size - 1:
+        raise _out_of_reach(name)
+    from scipy.optimize import minimize_scalar  # here, not at the top: importing scipy.optimize is slow
 
-        left, right = xs[max(i - 1, 0)], xs[i + 1]
-        peak = minimize_scalar(lambda t: -f(t), bounds=(left, right), method="bounded", options={"xatol": 1e-12})
-        if -peak.fun < 0:
-            raise ValueError(f"{name}: the target exceeds the largest value, reached near alpha = {math.exp(peak.x):.4g}")
-        lo, hi = left, float(peak.x)
-    return math.exp(bracketed_root(f, float(lo), float(hi), xtol=1e-14, rtol=4 * np.finfo(float).eps))
+    left, right = xs[max(i - 1, 0)], xs[i + 1]
+    peak = minimize_scalar(lambda t: -f(t), bounds=(left, right), method="bounded", options={"xatol": 1e-12})
+    if -peak.fun < 0:
+        raise ValueError(f"{name}: the target exceeds the largest value, reached near alpha = {math.exp(peak.x):.4g}")
+    return left, float(peak.x)
 
 
-def _per_length(n: ArrayLike, solve: Callable[[float, NDArray], float], table: Callable[[NDArray], NDArray]) -> Out:
+def _bracket_rising(f: Callable[[float], float], name: str) -> tuple[float, float]:
+    """:func:`_bracket` for a strictly rising ``f``: bisection over the grid's indices keeps
+    ``f < 0`` at ``lo`` and ``f >= 0`` at ``hi``, which for such an ``f`` ends at the first
+    sign change on the grid; beyond the grid, the same doubling of ``alpha``."""
+    x = LOG_ALPHA_GRID
+    if not f(float(x[0])) < 0:
+        raise _reached_already(name)
+    lo, hi = 0, x.size - 1
+    if f(float(x[hi])) >= 0:
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if f(float(x[mid])) >= 0:
+                hi = mid
+            else:
+                lo = mid
+        return float(x[lo]), float(x[hi])
+    last = float(x[-1])
+    while last < _TOP:
+        nxt = min(last + math.log(2.0), _TOP)
+        if f(nxt) >= 0:
+            return last, nxt
+        last = nxt
+    raise _out_of_reach(name)
+
+
+def _per_length(n: ArrayLike, solve: Callable[[float, NDArray | None], float], table: Callable[[NDArray], NDArray],
+                rising: Callable[[NDArray], None] | None = None) -> Out:
+    """``solve`` per length, with ``f`` on the grid from one call of ``table`` for all lengths.
+    ``rising``, for an ``f`` that rises strictly, checks the lengths as ``table`` would; then,
+    for so few lengths that bisection takes fewer values of ``f`` than the grid (at most 5:
+    ``5 x 6 < 35``), each length bisects on its own instead."""
     m = v.lengths(n, "n")
+    if rising is not None and m.size * math.ceil(math.log2(LOG_ALPHA_GRID.size)) < LOG_ALPHA_GRID.size:
+        rising(m.ravel())
+        return v.scalar_or_array(np.array([solve(float(x), None) for x in m.ravel()]).reshape(m.shape))
     grid = table(m.ravel()) if m.size else np.empty((LOG_ALPHA_GRID.size, 0))
     return v.scalar_or_array(np.array([solve(float(x), grid[:, j]) for j, x in enumerate(m.ravel())]).reshape(m.shape))
 
@@ -246,7 +296,7 @@ def alpha_constant_needle(n: ArrayLike, gap: float = 5.0, target: float | None =
         w = np.asarray(exact.needle_weight(m[None, :], np.exp(LOG_ALPHA_GRID)[:, None], g))
         return np.log(np.maximum(w, 1e-300)) - math.log(w0)
 
-    def solve(m: float, on_grid: NDArray[np.float64]) -> float:
+    def solve(m: float, on_grid: NDArray[np.float64] | None) -> float:
         def f(la: float) -> float:
             return math.log(max(float(exact.needle_weight(m, math.exp(la), g)), 1e-300)) - math.log(w0)
 
@@ -263,21 +313,25 @@ def alpha_constant_entropy(n: ArrayLike, target: float | None = None, n_train: f
     (:func:`attnscale.exact.expected_entropy`) equals ``target`` (nats); default target:
     its value at ``n_train`` with ``alpha = 1`` (5.7419 nats for ``n_train = 512``).
 
-    ``E H`` falls strictly from ``ln n`` at ``alpha = 0`` towards 0, so a root exists
-    iff ``0 < target < ln n`` (``ValueError`` otherwise). Solved as
-    :func:`alpha_constant_needle`, checked to relative 1e-10.
+    ``E H`` falls strictly from ``ln n`` at ``alpha = 0`` towards 0 (for every row,
+    ``dH/d alpha = -alpha Var_p(s) < 0``), so a root exists iff ``0 < target < ln n``
+    (``ValueError`` otherwise). Solved as :func:`alpha_constant_needle`, checked to relative
+    1e-10; for up to 5 lengths the grid is bisected rather than evaluated whole.
     """
     nt = _greater_than_one(n_train, "n_train")
     h0 = _target(target, float(exact.expected_entropy(max(nt, 2.0), 1.0)), 0.0, math.inf, "an entropy in nats")
 
-    def table(m: NDArray[np.float64]) -> NDArray[np.float64]:
+    def check(m: NDArray[np.float64]) -> None:
         bad = ~((m >= 2) & (np.log(m) > h0))
         if bad.any():
             raise ValueError(f"n must exceed e^target = {math.exp(h0):.6g} (E H < ln n), got {v._show(m[bad][0])}")
+
+    def table(m: NDArray[np.float64]) -> NDArray[np.float64]:
+        check(m)
         h = np.asarray(exact.expected_entropy(m[None, :], np.exp(LOG_ALPHA_GRID)[:, None]))
         return math.log(h0) - np.log(np.maximum(h, 1e-300))
 
-    def solve(m: float, on_grid: NDArray[np.float64]) -> float:
+    def solve(m: float, on_grid: NDArray[np.float64] | None) -> float:
         def f(la: float) -> float:
             return math.log(h0) - math.log(max(float(exact.expected_entropy(m, math.exp(la))), 1e-300))
 
@@ -286,7 +340,7 @@ def alpha_constant_entropy(n: ArrayLike, target: float | None = None, n_train: f
             raise RuntimeError(f"alpha_constant_entropy did not reach relative tolerance {RTOL:g} at n={m:g}")
         return a
 
-    return _per_length(n, solve, table)
+    return _per_length(n, solve, table, rising=check)
 
 
 def rule_alpha(rule: str, n: ArrayLike, n_train: float = 512, gap: float = 5.0) -> Out:

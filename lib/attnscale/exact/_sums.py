@@ -125,9 +125,11 @@ def tables(nodes: Nodes, jy: NDArray[np.int64], need: set[str]) -> Tables:
         width = hi - lo
         start = 0
         while start < y.size:
-            # grow the block while the padded window matrix stays small
+            # grow the block while the padded window matrix stays small (at once when all fits)
             stop = start + 1
             wmax = int(width[start])
+            if y.size * int(width.max()) <= _CHUNK:
+                stop, wmax = y.size, int(width.max())
             while stop < y.size and (stop - start + 1) * max(wmax, int(width[stop])) <= _CHUNK:
                 wmax = max(wmax, int(width[stop]))
                 stop += 1
