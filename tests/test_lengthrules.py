@@ -307,7 +307,7 @@ def test_constant_entropy_for_one_length_equals_its_value_among_many(target):
     strictly, so both find the same first sign change and return the same scale, bit for bit:
     for the default target, a small one, a root in the grid's first cell and one found by
     doubling beyond it."""
-    lengths = np.array([3000.0, 4096.0, 1e5, 1e9, 600.0, 2048.0, 7e3, 1e12, 900.0, 5e4])
+    lengths = np.array([3000.0, 4096.0, 1e9, 600.0, 1e12, 900.0])  # six: the fewest that share the grid
     if target == "first cell":
         target = float(E.expected_entropy(600.0, math.exp(-11.5)))
     elif target == "beyond the grid":
