@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
+
+from book_toc import toc_entries
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
@@ -19,19 +20,9 @@ CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 sys.path.insert(0, str(ROOT / "tools"))
 
 
-def toc_files() -> list[str]:
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [toc["root"]]
-    for part in toc.get("parts", []):
-        for chapter in part.get("chapters", []):
-            files.append(chapter["file"])
-            files.extend(section["file"] for section in chapter.get("sections", []))
-    return files
-
-
 def test_every_chapter_is_in_the_toc():
     """(That every entry of _toc.yml exists is checked when test_prose.py collects its pages.)"""
-    listed = toc_files()
+    listed = toc_entries()
     for nb in CHAPTERS:
         assert f"chapters/{nb.stem}" in listed, f"{nb.name} is not in _toc.yml"
 

@@ -57,26 +57,16 @@ from pathlib import Path
 import pytest
 import yaml
 
+from book_toc import toc_entries
+
 ROOT = Path(__file__).resolve().parents[1]
 QUOTED = ROOT / "tests" / "data" / "quoted_numbers"
 
 
 def toc_pages() -> list[Path]:
     """Every page of ``_toc.yml``: its root, the parts' chapters and their sections."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    entries = [toc["root"]]
-
-    def walk(items):
-        for item in items or []:
-            if "file" in item:
-                entries.append(item["file"])
-            walk(item.get("sections"))
-
-    for part in toc.get("parts", []):
-        walk(part.get("chapters"))
-    walk(toc.get("chapters"))
     pages = []
-    for entry in entries:
+    for entry in toc_entries():
         found = [ROOT / f"{entry}{ext}" for ext in (".md", ".ipynb") if (ROOT / f"{entry}{ext}").is_file()]
         assert found, f"_toc.yml lists {entry}, which does not exist"
         pages.append(found[0])

@@ -37,8 +37,9 @@ from functools import lru_cache
 from pathlib import Path
 
 import pytest
-import yaml
 from bs4 import BeautifulSoup, NavigableString, Tag
+
+from book_toc import toc_entries
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = Path(os.environ["ATTNSCALE_SITE"]) if os.environ.get("ATTNSCALE_SITE") else ROOT / "_build" / "html"
@@ -53,19 +54,7 @@ SENTENCES = (3, 5)
 
 def chapter_stems() -> list[str]:
     """The pages of ``_toc.yml`` under ``chapters/``, in the book's order."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files: list[str] = []
-
-    def walk(items):
-        for item in items or []:
-            if "file" in item:
-                files.append(item["file"])
-            walk(item.get("sections"))
-
-    for part in toc.get("parts", []):
-        walk(part.get("chapters"))
-    walk(toc.get("chapters"))
-    return [f.split("/", 1)[1] for f in files if f.startswith("chapters/")]
+    return [f.split("/", 1)[1] for f in toc_entries() if f.startswith("chapters/")]
 
 
 CHAPTERS = chapter_stems()

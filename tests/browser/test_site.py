@@ -18,6 +18,8 @@ import yaml
 
 from attnscale.claims._page import part_of
 
+from book_toc import toc_entries
+
 from sitecheck import (
     CHROMIUM_ARGS,
     MIN_CONTRAST,
@@ -39,9 +41,7 @@ IN_CI = os.environ.get("CI", "").lower() == "true"
 
 
 def toc_pages() -> list[Path]:
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [toc["root"]] + [c["file"] for part in toc["parts"] for c in part["chapters"]]
-    return [SITE / f"{f}.html" for f in files]
+    return [SITE / f"{f}.html" for f in toc_entries()]
 
 
 @pytest.fixture(scope="module")
