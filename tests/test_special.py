@@ -158,13 +158,14 @@ def mp_log_besseli(nu, x):
 def test_poisson_integral_gives_integer_orders_full_accuracy_between_the_series_and_hankel_regions(nu):
     """For integer orders below 100, where x^2/4 > 25 (nu + 1) and x <= max(2000, 50 (nu + 1)^2), the
     trapezoid rule on Poisson's integral gives log ive, the ratio and (as a mean of positive terms, not
-    a difference of logs) its complement to 1e-14 (measured: about 1e-15)."""
+    a difference of logs) its complement to 5e-15 (measured over every integer order below 100, the
+    region's edges included: at most 1.6e-15)."""
     low, high = 10.0 * np.sqrt(nu + 1.0), max(2000.0, 50.0 * (nu + 1.0) ** 2)
     for x in np.geomspace(low * 1.001, high * 0.999, 9):
         scaled, ratio, complement = _mp_reference(nu, float(x))
-        assert abs(log_besseli_scaled(nu, x) - scaled) <= 1e-14 * max(1.0, abs(scaled)), x
-        assert bessel_ratio(nu, x) == pytest.approx(ratio, rel=1e-14, abs=0), x
-        assert bessel_ratio_complement(nu, x) == pytest.approx(complement, rel=1e-14, abs=0), x
+        assert abs(log_besseli_scaled(nu, x) - scaled) <= 5e-15 * max(1.0, abs(scaled)), x
+        assert bessel_ratio(nu, x) == pytest.approx(ratio, rel=5e-15, abs=0), x
+        assert bessel_ratio_complement(nu, x) == pytest.approx(complement, rel=5e-15, abs=0), x
 
 
 @pytest.mark.parametrize("nu", ORDERS)

@@ -45,7 +45,6 @@ book: there the Debye route's complement loses accuracy roughly in proportion to
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -147,7 +146,7 @@ def _log_ive(nu: NDArray, x: NDArray) -> NDArray:
     return out
 
 
-def _poisson_panels(nu: float, x: float) -> int:
+def _poisson_panels(nu: NDArray, x: NDArray) -> NDArray:
     """Trapezoid panels on ``[0, pi]`` for Poisson's integral at orders ``nu`` and ``nu + 1``.
 
     With ``2M`` points on the circle the error is ``2 pi sum_k c_(2Mk)``, ``c_m`` the Fourier
@@ -157,68 +156,127 @@ def _poisson_panels(nu: float, x: float) -> int:
     ``exp(sqrt(m^2 + x^2) - x - m asinh(m/x))`` (Debye's leading exponent, an upper bound).
     Relative to the integral that must fall below ``e^-40``; the integral is at least
     ``sqrt(pi) Gamma(nu + 1/2) (2/x)^nu e^-x I_nu(x)``, and ``e^-x I_nu(x)`` at least
-    ``e^(-nu^2 / (2x)) / sqrt(2 pi x)`` halved (``x >= 10 sqrt(nu + 1)`` here)."""
-    log_integral = (0.5 * math.log(math.pi) + math.lgamma(nu + 0.5) + nu * math.log(2.0 / x)
-                    - nu * nu / (2.0 * x) - 0.5 * math.log(2.0 * math.pi * x) - math.log(2.0))
-    target = log_integral - 40.0 - math.log(2.0 * math.pi)
-    m = max(1.0, math.sqrt(2.0 * x * max(1.0, -target)))
-    while math.sqrt(m * m + x * x) - x - m * math.asinh(m / x) > target:
-        m *= 1.25
-    return int(math.ceil(0.5 * (m + 2.0 * nu + 2.0))) + 8
+    ``e^(-nu^2 / (2x)) / sqrt(2 pi x)`` halved (``x >= 10 sqrt(nu + 1)`` here). The bound
+    holds for ``log ive`` and the ratio; the complement, a mean of size ``q``, keeps it
+    relative to ``q`` only to ``e^-40 / q`` (``q`` is at least ``1 / (2x)``)."""
+    log_integral = (0.5 * np.log(np.pi) + gammaln(nu + 0.5) + nu * np.log(2.0 / x)
+                    - nu * nu / (2.0 * x) - 0.5 * np.log(2.0 * np.pi * x) - np.log(2.0))
+    target = log_integral - 40.0 - np.log(2.0 * np.pi)
+    m = np.maximum(1.0, np.sqrt(2.0 * x * np.maximum(1.0, -target)))
+    while True:
+        grow = np.sqrt(m * m + x * x) - x - m * np.arcsinh(m / x) > target
+        if not grow.any():
+            return np.ceil(0.5 * (m + 2.0 * nu + 2.0)).astype(np.int64) + 8
+        m = np.where(grow, 1.25 * m, m)
+
+
+def _log_integrand(nu: NDArray, x: NDArray, sin_t: NDArray, half: NDArray) -> NDArray:
+    """Log of Poisson's integrand ``e^(x (cos t - 1)) (x sin^2 t / 2)^nu``, less ``nu log nu - nu``
+    (so that its peak is O(1) for large ``x``); ``half`` is ``sin(t/2)``."""
+    with np.errstate(divide="ignore", invalid="ignore"):  # log 0 and 0 * inf in the branch nu = 0 drops
+        power = np.where(nu > 0, nu * (np.log(x * sin_t * sin_t / (2.0 * np.maximum(nu, 1.0))) + 1.0), 0.0)
+    return power - 2.0 * x * half * half
+
+
+def _poisson_reach(nu: NDArray, x: NDArray) -> NDArray:
+    """The angle beyond which every term of Poisson's integrand is below ``e^-50`` of its largest.
+
+    ``x (1 - cos t) >= x sin^2 t / 2`` bounds the log integrand (:func:`_log_integrand`) by
+    ``nu (1 + log y - y)``, ``y = x sin^2 t / (2 nu)``, which falls as ``t`` passes the angle with
+    ``y = 1`` (up to ``pi/2``); the value there bounds the largest term from below. On
+    ``(pi/2, pi]`` the integrand is at most ``nu (log(x / (2 nu)) + 1) - x``; where that is not
+    negligible the reach is ``pi``, otherwise at most ``pi/2``. For ``nu = 0`` the largest term is 1 (at ``t = 0``) and the
+    reach is where ``x (1 - cos t) = 50``. With at most ``e^10`` terms dropped, the error is
+    below ``e^-40`` of the sum."""
+    reach = np.full_like(x, np.pi)
+    zero = nu == 0
+    if zero.any():
+        r = 50.0 / x[zero]
+        reach[zero] = np.where(r < 2.0, np.arccos(1.0 - np.minimum(r, 2.0)), np.pi)
+    pos = ~zero
+    if pos.any():
+        n_, x_ = nu[pos], x[pos]
+        s1 = np.sqrt(np.minimum(1.0, 2.0 * n_ / x_))
+        t1 = np.arcsin(s1)
+        low = _log_integrand(n_, x_, s1, np.sin(0.5 * t1))  # a lower bound on the largest term
+        c = (50.0 - low) / n_  # 1 + log y - y = -c, y > 1: y = 1 + c + log y, a contraction
+        y = 1.0 + c
+        for _ in range(60):
+            y = 1.0 + c + np.log(y)
+        far = n_ * (np.log(x_ / (2.0 * n_)) + 1.0) - x_ >= low - 50.0
+        ratio = 2.0 * n_ * y / x_
+        first_half = np.where(ratio >= 1.0, 0.5 * np.pi, np.arcsin(np.sqrt(np.minimum(ratio, 1.0))))
+        reach[pos] = np.where(far, np.pi, first_half)
+    return reach
+
+
+_POISSON_BLOCK = 1 << 20  # nodes per block of elements (bounds memory at ~8 MB per array)
 
 
 def _poisson(nu: NDArray, x: NDArray) -> tuple[NDArray, NDArray, NDArray]:
     """``log ive``, the ratio ``I_(nu+1)/I_nu`` and its complement by Poisson's integral
-    (trapezoid rule, one element at a time); orders that are not integers go to
-    ``scipy.special.ive``, and their ratio and complement are NaN (the caller's route)."""
+    (trapezoid rule on the nodes within :func:`_poisson_reach`, elements in blocks); orders
+    that are not integers go to ``scipy.special.ive``, and their ratio and complement are NaN
+    (the caller's route)."""
     log_ive = np.empty_like(x)
     ratio = np.full_like(x, np.nan)
     complement = np.full_like(x, np.nan)
-    whole = nu == np.round(nu)
-    for i in np.flatnonzero(whole):
-        n_, x_ = float(nu[i]), float(x[i])
-        panels = _poisson_panels(n_, x_)
-        j = np.arange(1, panels)  # the end points add nothing for nu > 0; for nu = 0, below
-        t = j * (math.pi / panels)
-        sin_t = np.sin(np.minimum(t, (panels - j) * (math.pi / panels)))  # sin(pi - t): exact near pi
-        half = np.sin(0.5 * t)
-        # log of the integrand less nu log nu - nu: at its peak both parts are O(1) apart
-        if n_ > 0:
-            log_f = n_ * (np.log(x_ * sin_t * sin_t / (2.0 * n_)) + 1.0) - 2.0 * x_ * half * half
-            ends = np.empty(0)
-        else:
-            log_f = -2.0 * x_ * half * half
-            ends = np.array([0.0, -2.0 * x_]) + math.log(0.5)  # t = 0 and t = pi, half weight
-        top = float(max(log_f.max(), ends.max() if ends.size else -np.inf))
-        terms = np.exp(log_f - top)
-        total = terms.sum() + np.exp(ends - top).sum()
-        log_ive[i] = (math.log(math.pi / panels) + top + math.log(total) - 0.5 * math.log(math.pi)
-                      - _log_gamma_half_stirling(n_))
-        # I_(nu+1)/I_nu: the weighted mean of x sin^2 t / (2 nu + 1) (the end points add 0)
-        weight = x_ * sin_t * sin_t / (2.0 * n_ + 1.0)
-        ratio[i] = (terms * weight).sum() / total
-        # 1 - I_(nu+1)/I_nu = -J'(x)/J(x) for J(x) = int e^(-2x sin^2(t/2)) sin^(2 nu) t dt (from
-        # I_nu' = I_(nu+1) + (nu/x) I_nu): the weighted mean of 2 sin^2(t/2), all terms positive
-        far_end = 2.0 * float(np.exp(ends[1] - top)) if ends.size else 0.0  # t = pi, nu = 0 only
-        complement[i] = ((terms * (2.0 * half * half)).sum() + far_end) / total
-    if not whole.all():
+    whole = np.flatnonzero(nu == np.round(nu))
+    if whole.size:
+        n_all, x_all = nu[whole], x[whole]
+        panels = _poisson_panels(n_all, x_all)
+        # interior nodes j = 1 .. last (the end points add nothing for nu > 0; for nu = 0, below)
+        last = np.minimum(panels - 1, np.floor(_poisson_reach(n_all, x_all) * panels / np.pi).astype(np.int64) + 1)
+        order = np.argsort(last, kind="stable")
+        start = 0
+        while start < order.size:
+            stop = start + 1
+            while stop < order.size and (stop - start + 1) * int(last[order[stop]]) <= _POISSON_BLOCK:
+                stop += 1
+            block = order[start:stop]
+            start = stop
+            n_, x_, m_ = n_all[block, None], x_all[block, None], panels[block, None]
+            j = np.arange(1, int(last[block].max()) + 1)[None, :]
+            inside = j <= last[block, None]
+            step = np.pi / m_
+            sin_t = np.sin(np.minimum(j, m_ - j) * step)  # sin(pi - t) near pi: exact there
+            half = np.sin(0.5 * j * step)
+            log_f = np.where(inside, _log_integrand(n_, x_, sin_t, half), -np.inf)
+            # nu = 0: the end points t = 0 (value 1) and t = pi (e^(-2x)), each with half weight
+            ends = np.where(n_ == 0, np.log(0.5), -np.inf), np.where(n_ == 0, np.log(0.5) - 2.0 * x_, -np.inf)
+            top = np.maximum(log_f.max(axis=1, keepdims=True), ends[0])
+            terms = np.exp(log_f - top)
+            near_end, far_end = np.exp(ends[0] - top)[:, 0], np.exp(ends[1] - top)[:, 0]
+            total = terms.sum(axis=1) + near_end + far_end
+            log_ive[whole[block]] = (np.log(step[:, 0]) + top[:, 0] + np.log(total) - 0.5 * np.log(np.pi)
+                                     - _log_gamma_half_stirling(n_[:, 0]))
+            # I_(nu+1)/I_nu: the weighted mean of x sin^2 t / (2 nu + 1) (the end points add 0)
+            ratio[whole[block]] = (terms * (x_ * sin_t * sin_t / (2.0 * n_ + 1.0))).sum(axis=1) / total
+            # 1 - I_(nu+1)/I_nu = -J'(x)/J(x) for J(x) = int e^(-2x sin^2(t/2)) sin^(2 nu) t dt (from
+            # I_nu' = I_(nu+1) + (nu/x) I_nu): the weighted mean of 2 sin^2(t/2), all terms positive
+            complement[whole[block]] = ((terms * (2.0 * half * half)).sum(axis=1) + 2.0 * far_end) / total
+    rest = nu != np.round(nu)
+    if rest.any():
         from scipy.special import ive  # here, not at the top: importing scipy.special is slow
 
-        log_ive[~whole] = np.log(ive(nu[~whole], x[~whole]))
+        log_ive[rest] = np.log(ive(nu[rest], x[rest]))
     return log_ive, ratio, complement
 
 
-def _log_gamma_half_stirling(nu: float) -> float:
+def _log_gamma_half_stirling(nu: NDArray) -> NDArray:
     """``log Gamma(nu + 1/2) - (nu log nu - nu)`` (``log Gamma(1/2)`` at ``nu = 0``), an O(1)
     number computed without the cancellation of its two large parts for ``nu >= 10``."""
-    if nu == 0.0:
-        return 0.5 * math.log(math.pi)
-    if nu < 10.0:
-        return math.lgamma(nu + 0.5) - (nu * math.log(nu) - nu)
-    z = nu + 0.5
+    out = np.full_like(nu, 0.5 * np.log(np.pi))
+    small = (nu > 0) & (nu < 10.0)
+    n_ = nu[small]
+    out[small] = gammaln(n_ + 0.5) - (n_ * np.log(n_) - n_)
+    large = nu >= 10.0
+    n_ = nu[large]
+    z = n_ + 0.5
     # Stirling's series at z, with z - 1/2 = nu: nu log(1 + 1/(2 nu)) - 1/2 + log(2 pi)/2 + series
     series = sum(c * z ** (1 - 2 * k) for k, c in enumerate(STIRLING, start=1))
-    return nu * math.log1p(0.5 / nu) - 0.5 + 0.5 * math.log(2.0 * math.pi) + series
+    out[large] = n_ * np.log1p(0.5 / n_) - 0.5 + 0.5 * np.log(2.0 * np.pi) + series
+    return out
 
 
 def _ratio_and_complement(nu: NDArray, x: NDArray) -> tuple[NDArray, NDArray]:
