@@ -317,6 +317,21 @@ def test_constant_entropy_for_one_length_equals_its_value_among_many(target):
         assert L.alpha_constant_entropy(m, target=target) == a, m
 
 
+@pytest.mark.parametrize("table_sign", [1e-300, -1e-300])
+def test_a_solved_rule_follows_its_function_where_the_grid_table_differs_in_the_last_bits(table_sign):
+    """A table over many lengths sums in another order than one length's call, so at a grid
+    point where f is within rounding of 0 the two may differ in sign. The root is that of f
+    itself: f(la) = la - (g + 1e-12) (root just above the grid point g) with a table claiming
+    f(g) >= 0, and f(la) = la - g (root on it) with a table claiming f(g) < 0."""
+    k = 20
+    g = float(L.LOG_ALPHA_GRID[k])
+    root = g + 1e-12 if table_sign > 0 else g
+    table = L.LOG_ALPHA_GRID - root
+    table[k] = table_sign
+    a = L._solve(lambda la: la - root, table, "test")
+    assert math.log(a) == pytest.approx(root, abs=1e-13)
+
+
 def test_solved_rules_refuse_targets_outside_their_range():
     n = 2048.0
     # a needle weight at or below its value at alpha = e^-12 (1/n as alpha -> 0)

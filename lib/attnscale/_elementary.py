@@ -8,7 +8,8 @@ only these four functions, which the standard library and NumPy give to full dou
 precision:
 
 - ``gammaln``: ``math.lgamma`` (the C library's, accurate to a few units in the last
-  place), element by element;
+  place of ``max(1, |log Gamma|)``: near its zeros at 1 and 2 the error is absolute, not
+  relative), element by element;
 - ``expit`` and ``log_expit``: the logistic function and its log, each branch chosen so
   that nothing overflows or cancels;
 - ``ndtri``: the normal quantile of ``statistics.NormalDist``, Wichura's algorithm AS 241
@@ -32,12 +33,22 @@ from numpy.typing import ArrayLike, NDArray
 STIRLING = [1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188, -691 / 360360, 1 / 156, -3617 / 122400]
 
 _STANDARD = NormalDist()
-_lgamma = np.frompyfunc(math.lgamma, 1, 1)
+
+
+def _log_gamma(x: float) -> float:
+    try:
+        return math.lgamma(x)
+    except OverflowError:  # x above about 2.6e305, where log Gamma(x) exceeds the largest float
+        return math.inf
+
+
+_lgamma = np.frompyfunc(_log_gamma, 1, 1)
 
 
 def gammaln(x: ArrayLike) -> NDArray[np.float64]:
     """``log |Gamma(x)|`` for ``x > 0`` (as ``scipy.special.gammaln``)."""
-    return np.asarray(_lgamma(np.asarray(x, dtype=float)), dtype=float)[()]
+    with np.errstate(over="ignore"):  # the C library flags the overflow that _log_gamma maps to inf
+        return np.asarray(_lgamma(np.asarray(x, dtype=float)), dtype=float)[()]
 
 
 def expit(x: ArrayLike) -> NDArray[np.float64]:
@@ -54,6 +65,8 @@ def log_expit(x: ArrayLike) -> NDArray[np.float64]:
 
 
 def _quantile(p: float) -> float:
+    if math.isnan(p):
+        return math.nan
     if p <= 0.0:
         return -math.inf
     if p >= 1.0:

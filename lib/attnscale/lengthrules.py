@@ -212,7 +212,18 @@ def _bracket(f: Callable[[float], float], on_grid: NDArray[np.float64], name: st
     xs, ys = np.array(x), np.array(y)
     up = np.flatnonzero(ys >= 0)
     if up.size:
-        return xs[up[0] - 1], xs[up[0]]
+        # on_grid may differ from f in the last bits (a table evaluates its sums in another
+        # order): move to the neighbouring cell where f itself changes sign, if it is not this one
+        k = int(up[0])
+        while k > 1 and f(float(xs[k - 1])) >= 0:
+            k -= 1
+        if f(float(xs[k - 1])) >= 0:
+            raise _reached_already(name)
+        while f(float(xs[k])) < 0:
+            k += 1
+            if k == xs.size:
+                raise _out_of_reach(name)
+        return xs[k - 1], xs[k]
     i = int(np.argmax(ys))
     if i == xs.size - 1:
         raise _out_of_reach(name)
