@@ -215,10 +215,10 @@ def _bracket(f: Callable[[float], float], on_grid: NDArray[np.float64], name: st
         # on_grid may differ from f in the last bits (a table evaluates its sums in another
         # order): move to the neighbouring cell where f itself changes sign, if it is not this one
         k = int(up[0])
-        while k > 1 and f(float(xs[k - 1])) >= 0:
+        while f(float(xs[k - 1])) >= 0:
+            if k == 1:
+                raise _reached_already(name)
             k -= 1
-        if f(float(xs[k - 1])) >= 0:
-            raise _reached_already(name)
         while f(float(xs[k])) < 0:
             k += 1
             if k == xs.size:

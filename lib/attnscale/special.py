@@ -111,12 +111,16 @@ def _hankel_terms(nu: NDArray, x: NDArray) -> list[NDArray]:
     return terms
 
 
-def _regions(nu: NDArray, x: NDArray) -> tuple[NDArray, NDArray, NDArray, NDArray]:
+def _regions(nu: NDArray, x: NDArray) -> tuple[NDArray, NDArray, NDArray, NDArray, NDArray]:
+    """Masks of the series, Debye and Hankel regions, and of the rest (``nu < 100`` between
+    them) split into integer orders (Poisson's integral) and the others (``scipy.special.ive``)."""
     with np.errstate(over="ignore"):  # x^2 overflows to inf above 1.3e154, outside the series region either way
         series = 0.25 * x * x <= 25.0 * (nu + 1.0)
     hankel = ~series & (x > np.maximum(2000.0, 50.0 * (nu + 1.0) ** 2))
     debye = ~series & ~hankel & (nu >= _DEBYE_MIN_ORDER)
-    return series, debye, hankel, ~series & ~hankel & ~debye
+    between = ~series & ~hankel & ~debye
+    integer = nu == np.round(nu)
+    return series, debye, hankel, between & integer, between & ~integer
 
 
 def _log_hyp0f1(nu: NDArray, x: NDArray) -> tuple[NDArray, NDArray]:
@@ -131,7 +135,7 @@ def _log_hyp0f1(nu: NDArray, x: NDArray) -> tuple[NDArray, NDArray]:
 def _log_ive(nu: NDArray, x: NDArray) -> NDArray:
     """``log I_nu(x) - x`` for flat arrays of equal shape (no validation)."""
     out = np.empty_like(x)
-    series, debye, hankel, direct = _regions(nu, x)
+    series, debye, hankel, poisson, direct = _regions(nu, x)
     if series.any():
         n_, x_ = nu[series], x[series]
         # log x - log 2, not log(x / 2), which is log 0 for the smallest subnormal x (and 0 * -inf at nu = 0)
@@ -141,8 +145,12 @@ def _log_ive(nu: NDArray, x: NDArray) -> NDArray:
     if hankel.any():
         x_ = x[hankel]
         out[hankel] = -0.5 * (np.log(2.0 * np.pi) + np.log(x_)) + np.log(sum(_hankel_terms(nu[hankel], x_)))
+    if poisson.any():
+        out[poisson] = _poisson(nu[poisson], x[poisson])[0]
     if direct.any():
-        out[direct] = _poisson(nu[direct], x[direct])[0]
+        from scipy.special import ive  # here, not at the top: importing scipy.special is slow
+
+        out[direct] = np.log(ive(nu[direct], x[direct]))
     return out
 
 
@@ -214,52 +222,43 @@ _POISSON_BLOCK = 1 << 20  # nodes per block of elements (bounds memory at ~8 MB 
 
 
 def _poisson(nu: NDArray, x: NDArray) -> tuple[NDArray, NDArray, NDArray]:
-    """``log ive``, the ratio ``I_(nu+1)/I_nu`` and its complement by Poisson's integral
-    (trapezoid rule on the nodes within :func:`_poisson_reach`, elements in blocks); orders
-    that are not integers go to ``scipy.special.ive``, and their ratio and complement are NaN
-    (the caller's route)."""
+    """``log ive``, the ratio ``I_(nu+1)/I_nu`` and its complement by Poisson's integral, for
+    integer orders (trapezoid rule on the nodes within :func:`_poisson_reach`, elements in
+    blocks)."""
     log_ive = np.empty_like(x)
-    ratio = np.full_like(x, np.nan)
-    complement = np.full_like(x, np.nan)
-    whole = np.flatnonzero(nu == np.round(nu))
-    if whole.size:
-        n_all, x_all = nu[whole], x[whole]
-        panels = _poisson_panels(n_all, x_all)
-        # interior nodes j = 1 .. last (the end points add nothing for nu > 0; for nu = 0, below)
-        last = np.minimum(panels - 1, np.floor(_poisson_reach(n_all, x_all) * panels / np.pi).astype(np.int64) + 1)
-        order = np.argsort(last, kind="stable")
-        start = 0
-        while start < order.size:
-            stop = start + 1
-            while stop < order.size and (stop - start + 1) * int(last[order[stop]]) <= _POISSON_BLOCK:
-                stop += 1
-            block = order[start:stop]
-            start = stop
-            n_, x_, m_ = n_all[block, None], x_all[block, None], panels[block, None]
-            j = np.arange(1, int(last[block].max()) + 1)[None, :]
-            inside = j <= last[block, None]
-            step = np.pi / m_
-            sin_t = np.sin(np.minimum(j, m_ - j) * step)  # sin(pi - t) near pi: exact there
-            half = np.sin(0.5 * j * step)
-            log_f = np.where(inside, _log_integrand(n_, x_, sin_t, half), -np.inf)
-            # nu = 0: the end points t = 0 (value 1) and t = pi (e^(-2x)), each with half weight
-            ends = np.where(n_ == 0, np.log(0.5), -np.inf), np.where(n_ == 0, np.log(0.5) - 2.0 * x_, -np.inf)
-            top = np.maximum(log_f.max(axis=1, keepdims=True), ends[0])
-            terms = np.exp(log_f - top)
-            near_end, far_end = np.exp(ends[0] - top)[:, 0], np.exp(ends[1] - top)[:, 0]
-            total = terms.sum(axis=1) + near_end + far_end
-            log_ive[whole[block]] = (np.log(step[:, 0]) + top[:, 0] + np.log(total) - 0.5 * np.log(np.pi)
-                                     - _log_gamma_half_stirling(n_[:, 0]))
-            # I_(nu+1)/I_nu: the weighted mean of x sin^2 t / (2 nu + 1) (the end points add 0)
-            ratio[whole[block]] = (terms * (x_ * sin_t * sin_t / (2.0 * n_ + 1.0))).sum(axis=1) / total
-            # 1 - I_(nu+1)/I_nu = -J'(x)/J(x) for J(x) = int e^(-2x sin^2(t/2)) sin^(2 nu) t dt (from
-            # I_nu' = I_(nu+1) + (nu/x) I_nu): the weighted mean of 2 sin^2(t/2), all terms positive
-            complement[whole[block]] = ((terms * (2.0 * half * half)).sum(axis=1) + 2.0 * far_end) / total
-    rest = nu != np.round(nu)
-    if rest.any():
-        from scipy.special import ive  # here, not at the top: importing scipy.special is slow
-
-        log_ive[rest] = np.log(ive(nu[rest], x[rest]))
+    ratio = np.empty_like(x)
+    complement = np.empty_like(x)
+    panels = _poisson_panels(nu, x)
+    # interior nodes j = 1 .. last (the end points add nothing for nu > 0; for nu = 0, below)
+    last = np.minimum(panels - 1, np.floor(_poisson_reach(nu, x) * panels / np.pi).astype(np.int64) + 1)
+    order = np.argsort(last, kind="stable")
+    start = 0
+    while start < order.size:
+        stop = start + 1
+        while stop < order.size and (stop - start + 1) * int(last[order[stop]]) <= _POISSON_BLOCK:
+            stop += 1
+        block = order[start:stop]
+        start = stop
+        n_, x_, m_ = nu[block, None], x[block, None], panels[block, None]
+        j = np.arange(1, int(last[block].max()) + 1)[None, :]
+        inside = j <= last[block, None]
+        step = np.pi / m_
+        sin_t = np.sin(np.minimum(j, m_ - j) * step)  # sin(pi - t) near pi: exact there
+        half = np.sin(0.5 * j * step)
+        log_f = np.where(inside, _log_integrand(n_, x_, sin_t, half), -np.inf)
+        # nu = 0: the end points t = 0 (value 1) and t = pi (e^(-2x)), each with half weight
+        ends = np.where(n_ == 0, np.log(0.5), -np.inf), np.where(n_ == 0, np.log(0.5) - 2.0 * x_, -np.inf)
+        top = np.maximum(log_f.max(axis=1, keepdims=True), ends[0])
+        terms = np.exp(log_f - top)
+        near_end, far_end = np.exp(ends[0] - top)[:, 0], np.exp(ends[1] - top)[:, 0]
+        total = terms.sum(axis=1) + near_end + far_end
+        log_ive[block] = (np.log(step[:, 0]) + top[:, 0] + np.log(total) - 0.5 * np.log(np.pi)
+                          - _log_gamma_half_stirling(n_[:, 0]))
+        # I_(nu+1)/I_nu: the weighted mean of x sin^2 t / (2 nu + 1) (the end points add 0)
+        ratio[block] = (terms * (x_ * sin_t * sin_t / (2.0 * n_ + 1.0))).sum(axis=1) / total
+        # 1 - I_(nu+1)/I_nu = -J'(x)/J(x) for J(x) = int e^(-2x sin^2(t/2)) sin^(2 nu) t dt (from
+        # I_nu' = I_(nu+1) + (nu/x) I_nu): the weighted mean of 2 sin^2(t/2), all terms positive
+        complement[block] = ((terms * (2.0 * half * half)).sum(axis=1) + 2.0 * far_end) / total
     return log_ive, ratio, complement
 
 
@@ -283,7 +282,7 @@ def _ratio_and_complement(nu: NDArray, x: NDArray) -> tuple[NDArray, NDArray]:
     """``r = I_{nu+1}(x)/I_nu(x)`` and ``1 - r`` (accuracy per region: the module docstring)."""
     r = np.empty_like(x)
     q = np.empty_like(x)
-    series, debye, hankel, direct = _regions(nu, x)
+    series, debye, hankel, poisson, direct = _regions(nu, x)
     if series.any():
         _, mean_k = _series(nu[series] + 1.0, 0.25 * x[series] ** 2)
         r[series] = 2.0 * mean_k / x[series]  # d/dx log 0F1(; nu+1; x^2/4)
@@ -300,17 +299,16 @@ def _ratio_and_complement(nu: NDArray, x: NDArray) -> tuple[NDArray, NDArray]:
         # is (2 nu + 1) / (2x) exactly, written so (its two terms are about nu^2 / (2x) each)
         q[hankel] = ((n_ + 0.5) / x_ + sum(a - b for a, b in zip(lower[2:], upper[2:]))) / total
         r[hankel] = sum(upper) / total
-    other = debye.copy()
-    if direct.any():
+    if poisson.any():
         # Poisson's integral gives the ratio as a weighted mean and the complement without
-        # the difference of two logs (NaN for orders it does not take, which go on below)
-        _, r_d, q_d = _poisson(nu[direct], x[direct])
-        r[direct], q[direct] = r_d, q_d
-        other[direct] = np.isnan(r_d)
+        # the difference of two logs
+        _, r[poisson], q[poisson] = _poisson(nu[poisson], x[poisson])
+    other = debye | direct
     if other.any():
         n_, x_ = nu[other], x[other]
-        r[other] = np.exp(_log_ive(n_ + 1.0, x_) - _log_ive(n_, x_))
-        q[other] = -np.expm1(_log_ive(n_ + 1.0, x_) - _log_ive(n_, x_))
+        gap = _log_ive(n_ + 1.0, x_) - _log_ive(n_, x_)
+        r[other] = np.exp(gap)
+        q[other] = -np.expm1(gap)
     return r, q
 
 

@@ -123,12 +123,13 @@ def tables(nodes: Nodes, jy: NDArray[np.int64], need: set[str]) -> Tables:
         lo = np.searchsorted(u, y - X_LEFT, "left")
         hi = np.searchsorted(u, y + X_RIGHT, "right")
         width = hi - lo
+        fits = y.size * int(width.max(initial=0)) <= _CHUNK  # one block for every threshold
         start = 0
         while start < y.size:
-            # grow the block while the padded window matrix stays small (at once when all fits)
+            # grow the block while the padded window matrix stays small
             stop = start + 1
             wmax = int(width[start])
-            if y.size * int(width.max()) <= _CHUNK:
+            if fits:
                 stop, wmax = y.size, int(width.max())
             while stop < y.size and (stop - start + 1) * max(wmax, int(width[stop])) <= _CHUNK:
                 wmax = max(wmax, int(width[stop]))
