@@ -2,6 +2,7 @@
 functions of their seeds, training lowers the loss from ln 256, and bad settings are
 refused by name."""
 
+import functools
 import math
 
 import numpy as np
@@ -53,16 +54,24 @@ def _two_steps(clip: float, rate: float = 0.05) -> list[dict]:
     return [jax.tree_util.tree_map(lambda x: np.asarray(x[0], np.float64), p) for p in (*seen, params)]
 
 
+@functools.cache
+def _compiled_gradient():
+    """The loss's gradient, compiled once (traced op by op, it takes seconds per call)."""
+    import jax
+
+    from attnscale.bytelm.model import loss_fn
+
+    return jax.jit(jax.grad(loss_fn), static_argnums=2)
+
+
 def _gradient(params: dict) -> tuple[dict, float]:
     """The gradient of the loss on the all-'a' window at ``params`` (float64), and its global norm."""
     import jax
     import jax.numpy as jnp
 
-    from attnscale.bytelm.model import loss_fn
-
     window = jnp.full((4, SMALL.context + 1), ord("a"), jnp.int32)
     at = jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float32), params)
-    grads = jax.tree_util.tree_map(lambda g: np.asarray(g, np.float64), jax.grad(loss_fn)(at, window, SMALL, jnp.float32(1.0)))
+    grads = jax.tree_util.tree_map(lambda g: np.asarray(g, np.float64), _compiled_gradient()(at, window, SMALL, jnp.float32(1.0)))
     return grads, math.sqrt(sum(float((g**2).sum()) for g in jax.tree_util.tree_leaves(grads)))
 
 
@@ -71,7 +80,7 @@ def _adam_steps_by_hand(path: list[dict], clip: float, out_masks: list, rate: fl
     global norm ``clip`` when its global norm is larger (optax.clip_by_global_norm's rule), then
     AdamW's update without decay, with bias-corrected moments. Appends to ``out_masks`` where
     each gradient is at least 1e-5: elsewhere an unclipped step, about rate * sign(g), hangs on
-    float32 rounding of g (jit and eager sums differ there)."""
+    float32 rounding of g (the training step and this gradient sum in different orders)."""
     import jax
 
     tree = jax.tree_util.tree_map
