@@ -19,7 +19,7 @@ import yaml
 from attnscale.claims import load_register
 
 ROOT = Path(__file__).resolve().parents[2]
-FULL_INDEX = yaml.safe_load((ROOT / "chapters" / "data" / "note_places.yml").read_text(encoding="utf-8"))
+FULL_INDEX = yaml.load((ROOT / "chapters" / "data" / "note_places.yml").read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 #: note -> the \tag numbers of its appended section "公式推导与注释", in the order printed
 TAGS: dict[str, list[int]] = FULL_INDEX["appended_tags"]
 INDEX = {note: places for note, places in FULL_INDEX.items() if note != "appended_tags"}
