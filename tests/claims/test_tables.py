@@ -9,6 +9,7 @@ cannot show a verdict the register does not have.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -120,6 +121,13 @@ CALL = re.compile(r"""chapter_table\(\s*["']([^"']+)["']""")
 BOLD_VERDICT = re.compile(r"\*\*\s*(holds|approximate|wrong|not checkable)\b", re.IGNORECASE)
 
 
+@functools.cache
+def table_now(doc: str) -> str:
+    """The chapter's table as chapter_table gives it from the register file, built once per
+    chapter (each call reads and checks the whole register)."""
+    return chapter_table(doc)
+
+
 def cells(path: Path) -> list[dict]:
     return json.loads(path.read_text(encoding="utf-8"))["cells"]
 
@@ -165,7 +173,7 @@ def test_no_hand_written_verdict_table_remains(path):
 @pytest.mark.parametrize("doc", DOCS)
 def test_the_table_has_one_row_per_record_with_its_verdict(doc):
     mine = [r for r in RECORDS if r["where"]["doc"] == doc]
-    table = chapter_table(doc)
+    table = table_now(doc)
     assert table.splitlines()[0] == "| Source | Claim | Verdict |"
     lines = rows(table)
     assert len(lines) == len(mine)
@@ -185,7 +193,7 @@ def cells_of(line: str) -> list[str]:
 def test_a_row_names_the_source_and_leaves_its_wording_and_the_record_id_to_the_register(doc):
     """The Source cell is the note's short name alone; no cell shows a record id or the place in the source."""
     ids = {r["id"] for r in RECORDS}
-    for rec, line in zip([r for r in RECORDS if r["where"]["doc"] == doc], rows(chapter_table(doc))):
+    for rec, line in zip([r for r in RECORDS if r["where"]["doc"] == doc], rows(table_now(doc))):
         source, claim, verdict = cells_of(line)
         assert source == source_name(rec["source"]), rec["id"]
         assert rec["source"]["place"] not in line, rec["id"]
@@ -197,7 +205,7 @@ def test_a_row_names_the_source_and_leaves_its_wording_and_the_record_id_to_the_
 def test_every_reason_is_one_short_sentence(doc):
     """The reason after the verdict word is one sentence, about one line long: a record whose first
     sentence cannot be cut that short needs a short chapter_verdict."""
-    for rec, line in zip([r for r in RECORDS if r["where"]["doc"] == doc], rows(chapter_table(doc))):
+    for rec, line in zip([r for r in RECORDS if r["where"]["doc"] == doc], rows(table_now(doc))):
         reason = cells_of(line)[2].split("**", 2)[2].lstrip(":, ")
         assert shown_length(reason) <= 1.25 * REASON_LIMIT, f"{rec['id']}: a reason of {shown_length(reason)} characters: {reason}"
         outside_maths = re.sub(r"\$[^$]*\$", "x", reason)
@@ -253,7 +261,7 @@ def stored_markdown(doc: str) -> str | None:
 @pytest.mark.parametrize("doc", DOCS)
 def test_the_stored_table_is_the_register_now(doc):
     """A chapter whose stored output is stale (register edited, notebook not re-run) fails."""
-    assert stored_markdown(doc) == chapter_table(doc), f"re-run {doc}.ipynb (python tools/notebooks.py {doc}.ipynb)"
+    assert stored_markdown(doc) == table_now(doc), f"re-run {doc}.ipynb (python tools/notebooks.py {doc}.ipynb)"
 
 
 def test_a_changed_verdict_changes_the_table():
