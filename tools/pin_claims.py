@@ -1,4 +1,4 @@
-"""Pin the claims register's recomputed numbers for tests/claims/test_recomputations.py.
+"""Pin the claims register's recomputed numbers for tests/claims/test_register.py.
 
     python tools/pin_claims.py           # writes tests/data/claims_values.json
 

@@ -1,5 +1,6 @@
 """attnscale.claims, the register: loading records and the verdict rule on hand-worked records,
-then the register in this repository (chapters/claims.yml): complete, recomputed, consistent and linked.
+then the register in this repository (chapters/claims.yml): complete, recomputed (each number also
+against its pinned value), consistent and linked.
 """
 
 from __future__ import annotations
@@ -212,6 +213,21 @@ REGISTER = ROOT / "chapters" / "claims.yml"
 # The notes live in shared/ beside the repository (as in CI); ATTNSCALE_SEEDS overrides.
 SEEDS = Path(os.environ.get("ATTNSCALE_SEEDS", ROOT.parent / "shared" / "seeds"))
 RECORDS = load_register(REGISTER)
+# Every number the register recomputes (the numbers the claims page prints), pinned at full
+# precision with its spread across BLAS kernels, NumPy's SIMD paths and thread counts
+# (tools/pin_claims.py writes the file). A verdict compares a recomputation with the source's
+# claim at the record's tolerance, up to a few per cent, which would let a recomputation drift
+# far below it unnoticed; the pin allows a hundred times the measured spread, never below 1e-10.
+PINNED = json.loads((ROOT / "tests" / "data" / "claims_values.json").read_text())["records"]
+PIN_FLOOR, PIN_MARGIN = 1e-10, 100
+
+
+def test_the_pinned_records_are_the_register_s():
+    """Pinned ids are register ids that name a recomputation (103 when written; the script
+    pins every record whose recomputation returns numbers, so a record added later is pinned
+    by running it again)."""
+    assert set(PINNED) <= {r["id"] for r in RECORDS if r.get("recompute")}
+    assert len(PINNED) >= 100
 
 
 def test_every_recomputation_is_used_by_a_record():
@@ -231,15 +247,21 @@ def test_a_verdict_read_in_a_paper_says_what_the_paper_says():
 
 
 @pytest.mark.parametrize("rec", RECORDS, ids=[r["id"] for r in RECORDS])
-def test_the_verdict_follows_from_the_recomputation(rec):
+def test_the_verdict_follows_from_the_recomputation_and_its_number_is_pinned(rec):
     """One test per record, each recomputing only its own record: a failure names the
     record, and a mutation run sees which records reach a mutated function. A number
     compared with a claim also needs a stated rtol or atol (the default 1e-9 is for
-    exact results only)."""
+    exact results only), and a pinned number is reproduced within its pin."""
     (row,) = evaluate_register([rec])
     assert row["agrees"], (row["verdict"], row["computed"], row["value"])
     if row["value"] is not None and not isinstance(row["value"], bool):
         assert "rtol" in rec or "atol" in rec, "a numeric verdict needs a tolerance"
+    if rec["id"] in PINNED:
+        got = np.ravel(np.asarray(row["value"], dtype=float))
+        want, spread = np.array(PINNED[rec["id"]]["value"]), np.array(PINNED[rec["id"]]["spread"])
+        assert got.shape == want.shape
+        tol = np.maximum(PIN_MARGIN * spread, PIN_FLOOR)
+        assert np.all((got == want) | (np.abs(got - want) <= tol * np.abs(want))), (got.tolist(), want.tolist())
 
 
 def labels_in(doc: str) -> set[str]:
