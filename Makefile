@@ -18,7 +18,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 CHAPTERS := $(sort $(wildcard chapters/*.ipynb))
 
-.PHONY: help venv book lab pdf mutate test lint site-then-browser test-code test-lib test-notebooks test-site test-browser test-portable bench timings sweep sweep-main sweep-learned sweep-adamw sweep-lengths sweep-lm execute lock clean
+.PHONY: help venv book lab pdf mutate test lint types-site-browser test-code test-lib test-notebooks test-site test-browser test-portable bench timings sweep sweep-main sweep-learned sweep-adamw sweep-lengths sweep-lm execute lock clean
 
 help:
 	@echo "make book      build the site into _build/html"
@@ -77,15 +77,19 @@ lab: $(STAMP)
 	$(BIN)/python -c 'import jupyterlab' 2>/dev/null || $(BIN)/python -m pip install --quiet --require-hashes -r requirements-tools.txt
 	cd chapters && ../$(BIN)/jupyter lab $(LAB_ARGS)
 
-# After lint, the pytest session runs beside the site build and the browser tests
-# (two jobs): they read only the stored outputs, which nbval checks, so none waits
-# for another, and the browser tests spend most of their time waiting on Chromium.
-# Each job's output is printed when it ends; make test fails if either fails.
-test: lint
-	$(MAKE) --no-print-directory -j2 --output-sync=recurse test-code site-then-browser
+# After ruff (under a second), two jobs: the pytest session, and beside it the type
+# checker, the site build and the browser tests, one after another. The second job
+# reads only the stored outputs, which nbval checks, so neither waits for the other,
+# and it spends most of its time waiting on Chromium, so mypy (25 s from cold) fits in
+# it. Each job's output is printed when it ends; make test fails if either fails.
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(MAKE) --no-print-directory -j2 --output-sync=recurse test-code types-site-browser
 	@echo "All tests passed."
 
-site-then-browser: test-site
+types-site-browser: $(STAMP)
+	$(BIN)/mypy
+	$(MAKE) --no-print-directory test-site
 	$(MAKE) --no-print-directory test-browser
 
 # pyflakes rules over lib/, tests/, bench/, tools/, _ext/ and the chapters, and
