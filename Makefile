@@ -108,9 +108,12 @@ NBVAL_SANITIZE := --nbval-sanitize-with tests/nbval_sanitize.cfg
 
 # make test runs the library tests and the chapters in one pytest session (test-code):
 # each notebook, and each test module, goes whole to one worker (--dist loadfile: a
-# chapter's cells share one kernel, a module's fixtures are built once), the chapters
-# first, as they are the longest units. test-lib and test-notebooks run one half each.
-PYTEST_CODE := $(SERIAL_BLAS) $(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadfile $(NBVAL_SANITIZE)
+# chapter's cells share one kernel, a module's fixtures are built once), in the session's
+# order (--no-loadscope-reorder; xdist would otherwise hand out the units with the most
+# tests first), which puts the longest units first (tests/conftest.py, LONGEST_FIRST).
+# test-lib and test-notebooks run one half each.
+XDIST := -n 2 --dist loadfile --no-loadscope-reorder
+PYTEST_CODE := $(SERIAL_BLAS) $(BIN)/python -m pytest -p no:cacheprovider $(XDIST) $(NBVAL_SANITIZE)
 test-code: $(STAMP)
 	$(PYTEST_CODE) --nbval $(CHAPTERS) tests --ignore=tests/browser
 
@@ -144,7 +147,7 @@ test-portable: $(STAMP)
 	for kernel in $(PORTABLE_KERNELS); do \
 	  case $$kernel in Prescott) off="$(call NUMPY_PATHS_OFF)";; Haswell) off="$(call NUMPY_PATHS_OFF,X86_V3)";; *) off="";; esac; \
 	  echo "== OPENBLAS_CORETYPE=$$kernel, NumPy paths off: $${off:-none}"; \
-	  OPENBLAS_CORETYPE=$$kernel NPY_DISABLE_CPU_FEATURES="$$off" $(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile $(NBVAL_SANITIZE) --nbval $(CHAPTERS) tests --ignore=tests/browser || exit 1; \
+	  OPENBLAS_CORETYPE=$$kernel NPY_DISABLE_CPU_FEATURES="$$off" $(BIN)/python -m pytest -q -p no:cacheprovider $(XDIST) $(NBVAL_SANITIZE) --nbval $(CHAPTERS) tests --ignore=tests/browser || exit 1; \
 	done
 
 # Benchmarks (not part of `make test`): prints a table, writes
