@@ -464,6 +464,38 @@ def test_spectral_norm_of_ties_and_near_ties_below_the_top_is_the_secular_root()
         assert_secular_roots(row[None, :])
 
 
+def test_spectral_norm_keeps_two_ulps_with_many_small_entries_after_the_second_largest():
+    """Thousands of entries far below p_(2): each of their terms is rounded away when a sum
+    adds it one by one after p_(2)'s (near -1 at the root), which moved the root by up to 90
+    ulps; in either order of the row the root stays within two ulps."""
+    for count, tiny in ((500, 3e-19), (4096, 3e-17)):
+        p = np.full(count + 2, tiny)
+        p[1] = 0.01
+        p[0] = 1.0 - p[1:].sum()
+        assert_secular_roots(np.stack([p, p[::-1]]), ulps=2.0)
+
+
+def test_spectral_norm_stays_between_the_top_two_when_they_are_adjacent_floats():
+    """With no float strictly between p_(2) and p_(1) the closed form is taken, and its
+    roundings must not carry it past p_(1)."""
+    rows = np.array([[0.45, 0.44999999999999996, 0.10000000000000009], [0.4000000000000001, 0.4, 0.19999999999999984]])
+    got = jacobian_spectral_norm(rows)
+    assert np.all((np.sort(rows, axis=1)[:, -2] <= got) & (got <= rows.max(axis=1))), got
+    assert_secular_roots(rows, ulps=1.0)
+
+
+def test_spectral_norm_of_a_batch_is_silent_where_one_row_finishes_early():
+    """A row that converges in the first pass (its bracket left with no float inside) while
+    the others go on is never evaluated at a pole: no warning, no floating-point error, and
+    the same values as row by row."""
+    early = [0.4, 0.3999999999999999, 0.20000000000000007]
+    other = softmax([1.0, 2.0, 3.0]).tolist()
+    with warnings.catch_warnings(), np.errstate(all="raise"):
+        warnings.simplefilter("error")
+        got = jacobian_spectral_norm([early, other, other])
+    np.testing.assert_array_equal(got, [jacobian_spectral_norm(early), jacobian_spectral_norm(other), jacobian_spectral_norm(other)])
+
+
 def test_spectral_norm_at_a_tie_at_the_top_is_the_tied_probability_exactly():
     """p_(1) = p_(2): e_i - e_j is an eigenvector of J with eigenvalue p_(1), the largest."""
     rows = np.array([[0.4, 0.4, 0.2, 0.0], [0.25, 0.25, 0.25, 0.25], [0.1, 0.3, 0.3, 0.3]])
