@@ -29,6 +29,7 @@ model (a), at their values at ``n_train`` with ``alpha = 1``.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Callable
 
@@ -187,6 +188,7 @@ def _solve(f: Callable[[float], float], on_grid: NDArray[np.float64] | None, nam
     rises strictly: the same first sign change is then found by bisection over the grid's
     indices (6 values of ``f`` instead of 35). Then regula falsi (:mod:`attnscale._roots`)
     to a bracket of width ``1e-14``."""
+    f = functools.cache(f)  # the bracket's ends, found by evaluating f, are evaluated again by the root finder
     lo, hi = _bracket_rising(f, name) if on_grid is None else _bracket(f, on_grid, name)
     return math.exp(bracketed_root(f, float(lo), float(hi), xtol=1e-14, rtol=4 * np.finfo(float).eps))
 
