@@ -45,7 +45,6 @@ book: there the Debye route's complement loses accuracy roughly in proportion to
 
 from __future__ import annotations
 
-
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
